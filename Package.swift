@@ -1,0 +1,46 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+let package = Package(
+    name: "firegate",
+    platforms: [.macOS(.v15)],
+    products: [
+        .executable(name: "firegate", targets: ["firegate"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
+        .package(url: "https://github.com/groue/GRDB.swift.git", from: "7.10.0"),
+        .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-collections.git", from: "1.6.0"),
+    ],
+    targets: [
+        .target(name: "FiregateModel"),
+        .target(name: "FiregateStore", dependencies: [
+            "FiregateModel",
+            .product(name: "GRDB", package: "GRDB.swift"),
+        ]),
+        .target(name: "FiregateBackend", dependencies: [
+            "FiregateModel", "FiregateStore",
+            .product(name: "Logging", package: "swift-log"),
+            .product(name: "DequeModule", package: "swift-collections"),
+        ]),
+        .target(name: "FiregateEdge", dependencies: ["FiregateModel", "FiregateStore", "FiregateBackend"]),
+        .target(name: "FiregateHTTP", dependencies: [
+            "FiregateModel", "FiregateStore", "FiregateBackend", "FiregateEdge",
+            .product(name: "Hummingbird", package: "hummingbird"),
+            .product(name: "Logging", package: "swift-log"),
+        ]),
+        .executableTarget(name: "firegate", dependencies: [
+            "FiregateHTTP",
+            .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            .product(name: "Logging", package: "swift-log"),
+        ]),
+        .testTarget(name: "FiregateModelTests", dependencies: ["FiregateModel"]),
+        .testTarget(name: "FiregateBackendTests", dependencies: ["FiregateBackend", "FiregateStore", "FiregateModel"]),
+        .testTarget(name: "FiregateHTTPTests", dependencies: [
+            "FiregateHTTP", "FiregateBackend",
+            .product(name: "HummingbirdTesting", package: "hummingbird"),
+        ]),
+    ]
+)

@@ -1,0 +1,23 @@
+import FiregateModel
+import Hummingbird
+
+/// Renders a `FiregateError` in the shape of the surface that raised it — the single place
+/// where statuses become HTTP codes.
+enum ErrorResponse {
+    /// Firestore shape: `{"error":{"code":404,"message":"…","status":"NOT_FOUND"}}`.
+    static func firestore(_ error: FiregateError) -> Response {
+        JSONResponse.make(JSON.errorBody(error), status: .init(code: error.status.httpStatus))
+    }
+
+    /// Realtime Database shape: `{"error":"…"}`.
+    static func tree(_ error: FiregateError) -> Response {
+        JSONResponse.make(["error": .string(error.message)], status: .init(code: error.status.httpStatus))
+    }
+
+    /// Maps anything thrown below the HTTP layer to a `FiregateError`; unknown errors are INTERNAL.
+    static func normalize(_ error: any Error) -> FiregateError {
+        if let error = error as? FiregateError { return error }
+        if let error = error as? JSONParseError { return .invalidArgument("Invalid JSON payload received. \(error)") }
+        return .internal("\(error)")
+    }
+}

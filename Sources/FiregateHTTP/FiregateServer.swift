@@ -1,0 +1,38 @@
+import FiregateBackend
+import FiregateModel
+import Foundation
+import Hummingbird
+import Logging
+
+/// Everything needed to start a server; the executable fills it from flags and environment.
+public struct ServerConfiguration: Sendable {
+    public var host = "127.0.0.1"
+    public var port = 8080
+    /// Where SQLite lives; nil keeps nothing (`--in-memory`).
+    public var dataDirectory: URL? = URL(fileURLWithPath: ".firegate")
+    public var project = "demo-project"
+    public var logLevel: Logger.Level = .info
+
+    public init() {}
+}
+
+/// Builds the Hummingbird application serving every surface from one backend.
+public enum FiregateServer {
+    public static func makeResponder(backend: Backend) -> FiregateResponder {
+        FiregateResponder(
+            documents: DocumentRoutes(backend: backend),
+            tree: TreeRoutes(backend: backend),
+            operations: OperationRoutes(backend: backend)
+        )
+    }
+
+    public static func makeApplication(configuration: ServerConfiguration, backend: Backend) -> some ApplicationProtocol {
+        var logger = Logger(label: "firegate")
+        logger.logLevel = configuration.logLevel
+        return Application(
+            responder: makeResponder(backend: backend),
+            configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "firegate"),
+            logger: logger
+        )
+    }
+}

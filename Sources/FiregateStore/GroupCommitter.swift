@@ -1,0 +1,78 @@
+import Foundation
+import GRDB
+import Synchronization
+
+/// Group commit: callers hand in units of work; one background writer runs every unit
+/// waiting at that moment inside a single transaction (one fsync), then resumes them all.
+///
+/// Units run in the order they were submitted, each in its own savepoint so a failing unit
+/// rolls back alone and reports its error to its caller only.
+public final class GroupCommitter: Sendable {
+    public typealias Work = @Sendable (Database) throws -> Void
+
+    private struct Pending {
+        let work: Work
+        let continuation: CheckedContinuation<Void, any Error>
+    }
+
+    private struct State {
+        var queue: [Pending] = []
+        var draining = false
+    }
+
+    private let writer: any DatabaseWriter
+    private let state = Mutex(State())
+    private let thread = DispatchQueue(label: "firegate.group-commit")
+
+    init(writer: any DatabaseWriter) {
+        self.writer = writer
+    }
+
+    /// Runs `work` in a durable transaction; returns once it is on disk.
+    public func commit(_ work: @escaping Work) async throws {
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+            let start = state.withLock { state -> Bool in
+                state.queue.append(Pending(work: work, continuation: continuation))
+                if state.draining { return false }
+                state.draining = true
+                return true
+            }
+            if start { thread.async { self.drain() } }
+        }
+    }
+
+    private func drain() {
+        while true {
+            let batch = state.withLock { state -> [Pending] in
+                let batch = state.queue
+                state.queue.removeAll(keepingCapacity: true)
+                if batch.isEmpty { state.draining = false }
+                return batch
+            }
+            if batch.isEmpty { return }
+            var results = [Result<Void, any Error>](repeating: .success(()), count: batch.count)
+            do {
+                try writer.writeWithoutTransaction { db in
+                    try db.inTransaction {
+                        for (i, pending) in batch.enumerated() {
+                            do {
+                                try db.inSavepoint {
+                                    try pending.work(db)
+                                    return .commit
+                                }
+                            } catch {
+                                results[i] = .failure(error)
+                            }
+                        }
+                        return .commit
+                    }
+                }
+            } catch {
+                results = batch.map { _ in .failure(error) }
+            }
+            for (pending, result) in zip(batch, results) {
+                pending.continuation.resume(with: result)
+            }
+        }
+    }
+}
