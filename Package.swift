@@ -13,9 +13,12 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
         .package(url: "https://github.com/apple/swift-collections.git", from: "1.6.0"),
+        .package(url: "https://github.com/apple/swift-http-types.git", from: "1.8.0"),
     ],
     targets: [
-        .target(name: "FiregateModel"),
+        .target(name: "FiregateModel", dependencies: [
+            .product(name: "OrderedCollections", package: "swift-collections"),
+        ]),
         .target(name: "FiregateStore", dependencies: [
             "FiregateModel",
             .product(name: "GRDB", package: "GRDB.swift"),
@@ -29,6 +32,7 @@ let package = Package(
         .target(name: "FiregateHTTP", dependencies: [
             "FiregateModel", "FiregateStore", "FiregateBackend", "FiregateEdge",
             .product(name: "Hummingbird", package: "hummingbird"),
+            .product(name: "HTTPTypes", package: "swift-http-types"),
             .product(name: "Logging", package: "swift-log"),
         ]),
         .executableTarget(name: "firegate", dependencies: [

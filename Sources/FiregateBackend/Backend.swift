@@ -23,7 +23,8 @@ public final class Backend: Sendable {
         self.store = store
         self.clock = clock
         self.defaultProject = defaultProject
-        documents = try await DocumentBackend(store: store, clock: clock)
+        let documentStorage: any DocumentStorage = directory == nil ? MemoryDocumentStorage() : SQLiteDocumentStorage(store: store)
+        documents = try DocumentBackend(storage: documentStorage, clock: clock)
         tree = try await TreeBackend(store: store, clock: clock)
     }
 }

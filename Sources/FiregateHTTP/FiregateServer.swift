@@ -12,15 +12,16 @@ public struct ServerConfiguration: Sendable {
     public var dataDirectory: URL? = URL(fileURLWithPath: ".firegate")
     public var project = "demo-project"
     public var logLevel: Logger.Level = .info
+    public var listen = ListenOptions()
 
     public init() {}
 }
 
 /// Builds the Hummingbird application serving every surface from one backend.
 public enum FiregateServer {
-    public static func makeResponder(backend: Backend) -> FiregateResponder {
+    public static func makeResponder(backend: Backend, listen: ListenOptions = ListenOptions()) -> FiregateResponder {
         FiregateResponder(
-            documents: DocumentRoutes(backend: backend),
+            documents: DocumentRoutes(backend: backend, listenOptions: listen),
             tree: TreeRoutes(backend: backend),
             operations: OperationRoutes(backend: backend)
         )
@@ -30,7 +31,7 @@ public enum FiregateServer {
         var logger = Logger(label: "firegate")
         logger.logLevel = configuration.logLevel
         return Application(
-            responder: makeResponder(backend: backend),
+            responder: makeResponder(backend: backend, listen: configuration.listen),
             configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "firegate"),
             logger: logger
         )

@@ -10,9 +10,11 @@ import Synchronization
 public final class GroupCommitter: Sendable {
     public typealias Work = @Sendable (Database) throws -> Void
 
+    public typealias Completion = @Sendable (Result<Void, any Error>) -> Void
+
     private struct Pending {
         let work: Work
-        let continuation: CheckedContinuation<Void, any Error>
+        let completion: Completion
     }
 
     private struct State {
@@ -31,14 +33,21 @@ public final class GroupCommitter: Sendable {
     /// Runs `work` in a durable transaction; returns once it is on disk.
     public func commit(_ work: @escaping Work) async throws {
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-            let start = state.withLock { state -> Bool in
-                state.queue.append(Pending(work: work, continuation: continuation))
-                if state.draining { return false }
-                state.draining = true
-                return true
-            }
-            if start { thread.async { self.drain() } }
+            enqueue(work) { continuation.resume(with: $0) }
         }
+    }
+
+    /// Queues `work` without waiting. Completions are called on the writer thread, in the
+    /// order the work was enqueued, once its transaction is durable (or failed) — so a caller
+    /// that enqueues under its own lock gets a durable, ordered stream of completions.
+    public func enqueue(_ work: @escaping Work, completion: @escaping Completion) {
+        let start = state.withLock { state -> Bool in
+            state.queue.append(Pending(work: work, completion: completion))
+            if state.draining { return false }
+            state.draining = true
+            return true
+        }
+        if start { thread.async { self.drain() } }
     }
 
     private func drain() {
@@ -71,7 +80,7 @@ public final class GroupCommitter: Sendable {
                 results = batch.map { _ in .failure(error) }
             }
             for (pending, result) in zip(batch, results) {
-                pending.continuation.resume(with: result)
+                pending.completion(result)
             }
         }
     }

@@ -1,12 +1,74 @@
 import FiregateBackend
 import FiregateModel
 import Hummingbird
+import HTTPTypes
 
-/// The Firestore REST v1 surface: `/v1/projects/{p}/databases/{d}/documents…`.
+/// The Firestore REST v1 surface: `/v1/projects/{p}/databases/{d}/documents…`, dispatched by
+/// method, path parity (document or collection) and `:verb`.
 struct DocumentRoutes: Sendable {
     let backend: Backend
+    let listenOptions: ListenOptions
 
     func respond(to request: Request, context: BasicRequestContext) async -> Response {
-        ErrorResponse.firestore(FiregateError(.unimplemented, "Not implemented yet."))
+        do {
+            let target = try DocumentRequestPath.parse(request.uri.path)
+            return try await dispatch(target, request)
+        } catch {
+            return ErrorResponse.firestore(error)
+        }
+    }
+
+    func dispatch(_ target: DocumentRequestPath, _ request: Request) async throws(FiregateError) -> Response {
+        let database = backend.documents.database(target.database)
+        let method = Self.effectiveMethod(request)
+        switch (method, target.verb) {
+        case (.get, nil) where target.path.isDocument:
+            return try await getDocument(database, target.path, request)
+        case (.get, nil) where target.path.isCollection:
+            return try listDocuments(database, target.path, request)
+        case (.get, "listen"), (.post, "listen"):
+            return try await DocumentListenRoute(database: database, options: listenOptions).open(target.path, request)
+        case (.post, nil) where target.path.isCollection:
+            return try await createDocument(database, target.path, request)
+        case (.patch, nil) where target.path.isDocument:
+            return try await patchDocument(database, target.path, request)
+        case (.delete, nil) where target.path.isDocument:
+            return try await deleteDocument(database, target.path, request)
+        case (.post, "batchGet") where target.path.isEmpty:
+            return try await batchGet(database, request)
+        case (.post, "beginTransaction") where target.path.isEmpty:
+            return try await beginTransaction(database, request)
+        case (.post, "commit") where target.path.isEmpty:
+            return try await commit(database, request)
+        case (.post, "rollback") where target.path.isEmpty:
+            return try await rollback(database, request)
+        case (.post, "batchWrite") where target.path.isEmpty:
+            return try await batchWrite(database, request)
+        case (.post, "runQuery") where !target.path.isCollection:
+            return try await runQuery(database, target.path, request)
+        case (.post, "runAggregationQuery") where !target.path.isCollection:
+            return try await runAggregationQuery(database, target.path, request)
+        case (.post, "listCollectionIds") where !target.path.isCollection:
+            return try await listCollectionIDs(database, target.path, request)
+        case (_, let verb?) where ["partitionQuery", "write", "listDocuments"].contains(verb):
+            throw FiregateError(.unimplemented, "\(verb) is not supported over REST by Firegate.")
+        default:
+            throw FiregateError(.notFound, "No route for \(request.method) \(request.uri.path)")
+        }
+    }
+
+    /// The method, honouring `X-HTTP-Method-Override` on POST.
+    static func effectiveMethod(_ request: Request) -> HTTPRequest.Method {
+        if request.method == .post, let override = request.headers[HTTPField.Name("X-HTTP-Method-Override")!],
+           let method = HTTPRequest.Method(override.uppercased()) {
+            return method
+        }
+        return request.method
+    }
+}
+
+extension ErrorResponse {
+    static func firestore(_ error: any Error) -> Response {
+        firestore(normalize(error))
     }
 }

@@ -1,0 +1,84 @@
+import DequeModule
+import FiregateModel
+
+/// The in-memory state of one document database: documents with their encoded form,
+/// collection indexes, recent commit history and open transactions.
+struct DatabaseState {
+    /// A stored document and its cached wire encoding (made on first read).
+    struct Entry {
+        var document: Document
+        var encoded: [UInt8]?
+    }
+
+    var documents: [ResourcePath: Entry] = [:]
+    /// Collection path → the documents directly in it.
+    var collections: [ResourcePath: Set<ResourcePath>] = [:]
+    /// Collection id → every document in a collection of that id (collection groups).
+    var groups: [String: Set<ResourcePath>] = [:]
+    /// Recent commits, oldest first, for read-time reads and listen resumption.
+    var history: Deque<CommitRecord> = []
+    var sequence: Int64 = 0
+    var transactions: [String: TransactionState] = [:]
+    /// Commit time of the newest commit dropped from `history` (reads before it are refused).
+    var prunedThrough: Timestamp?
+
+    /// How much history is kept: read times and resume tokens older than this are refused.
+    static let historyMicros: Int64 = 60 * 60 * 1_000_000
+    static let historyMaxRecords = 20_000
+
+    mutating func put(_ document: Document) {
+        let path = document.path
+        if documents[path] == nil {
+            collections[path.parent, default: []].insert(path)
+            groups[path.parent.lastSegment, default: []].insert(path)
+        }
+        documents[path] = Entry(document: document, encoded: nil)
+    }
+
+    mutating func remove(_ path: ResourcePath) {
+        guard documents.removeValue(forKey: path) != nil else { return }
+        collections[path.parent]?.remove(path)
+        if collections[path.parent]?.isEmpty == true { collections[path.parent] = nil }
+        groups[path.parent.lastSegment]?.remove(path)
+        if groups[path.parent.lastSegment]?.isEmpty == true { groups[path.parent.lastSegment] = nil }
+    }
+
+    mutating func record(_ commit: CommitRecord) {
+        history.append(commit)
+        let horizon = commit.commitTime.microseconds - DatabaseState.historyMicros
+        while let first = history.first, history.count > DatabaseState.historyMaxRecords || first.commitTime.microseconds < horizon {
+            prunedThrough = history.removeFirst().commitTime
+        }
+    }
+
+    /// The document as of `time` (nil = now), undoing later commits from the history.
+    func document(_ path: ResourcePath, at time: Timestamp?) -> Document? {
+        var current = documents[path]?.document
+        guard let time else { return current }
+        for commit in history.reversed() {
+            if commit.commitTime <= time { break }
+            if let change = commit.changes.first(where: { $0.path == path }) { current = change.before }
+        }
+        return current
+    }
+
+    /// Candidate documents for a query as of `time` (nil = now).
+    func candidates(for query: Query, at time: Timestamp?) -> [Document] {
+        var paths: Set<ResourcePath>
+        if query.allDescendants {
+            paths = groups[query.collectionID] ?? []
+        } else {
+            paths = collections[query.collectionPath] ?? []
+        }
+        if let time {
+            for commit in history.reversed() {
+                if commit.commitTime <= time { break }
+                for change in commit.changes where query.containsPath(change.path) { paths.insert(change.path) }
+            }
+        }
+        return paths.compactMap { document($0, at: time) }.filter { query.containsPath($0.path) }
+    }
+
+    /// Every document path, for listings that need the whole key space.
+    var allPaths: Dictionary<ResourcePath, Entry>.Keys { documents.keys }
+}

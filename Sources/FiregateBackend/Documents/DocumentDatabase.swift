@@ -1,0 +1,349 @@
+import FiregateModel
+import FiregateStore
+import Foundation
+import Synchronization
+
+/// One Firestore database (`projects/{p}/databases/{d}`): documents, queries, atomic commits,
+/// transactions and the change feed.
+///
+/// State lives behind a `Mutex` rather than in an actor so the hot read path (GET of a cached
+/// encoding) never hops executors; every operation holds the lock only for in-memory work.
+/// Commits apply in memory, queue their batch to storage under the same lock (so durability and
+/// the feed follow commit order), and answer once the batch is durable.
+public final class DocumentDatabase: Sendable {
+    public let id: DatabaseID
+    public let feed = DocumentChangeFeed()
+    let clock: ServerClock
+    let storage: any DocumentStorage
+    let state = Mutex(DatabaseState())
+
+    init(id: DatabaseID, clock: ServerClock, storage: any DocumentStorage, documents: [Document]) {
+        self.id = id
+        self.clock = clock
+        self.storage = storage
+        state.withLock { state in
+            for document in documents { state.put(document) }
+        }
+    }
+
+    // MARK: Reads
+
+    /// The document's JSON encoding, cached per version: the GET fast path.
+    public func encodedDocument(_ path: ResourcePath) -> [UInt8]? {
+        state.withLock { state in
+            guard let entry = state.documents[path] else { return nil }
+            if let encoded = entry.encoded { return encoded }
+            let bytes = JSONWriter.bytes(entry.document.json(database: id))
+            state.documents[path]?.encoded = bytes
+            return bytes
+        }
+    }
+
+    /// Reads one document under a consistency selector.
+    public func get(_ path: ResourcePath, consistency: ReadConsistency = .latest) throws(FiregateError) -> ReadResult<Document?> {
+        try batchGet([path], consistency: consistency).map { $0[0].1 }
+    }
+
+    /// Reads several documents from one snapshot, in the order asked.
+    public func batchGet(_ paths: [ResourcePath], consistency: ReadConsistency) throws(FiregateError) -> ReadResult<[(ResourcePath, Document?)]> {
+        try state.withLock { state throws(FiregateError) in
+            let snapshot = try resolve(consistency, in: &state)
+            let found = paths.map { ($0, state.document($0, at: snapshot.time)) }
+            if let tx = snapshot.recordingTransaction {
+                for (path, doc) in found { state.transactions[tx]?.reads[path] = doc?.updateTime }
+            }
+            return ReadResult(value: found, readTime: snapshot.readTime, transaction: snapshot.newTransaction)
+        }
+    }
+
+    /// Runs a structured query.
+    public func runQuery(_ query: Query, consistency: ReadConsistency = .latest) throws(FiregateError) -> ReadResult<QueryResult> {
+        try state.withLock { state throws(FiregateError) in
+            let snapshot = try resolve(consistency, in: &state)
+            let (documents, skipped) = query.run(over: state.candidates(for: query, at: snapshot.time), database: id)
+            if let tx = snapshot.recordingTransaction {
+                for doc in documents { state.transactions[tx]?.reads[doc.path] = doc.updateTime }
+            }
+            return ReadResult(value: QueryResult(documents: documents, skipped: skipped), readTime: snapshot.readTime, transaction: snapshot.newTransaction)
+        }
+    }
+
+    /// Runs the aggregations over a query's result.
+    public func runAggregation(_ query: Query, aggregations: [Aggregation], consistency: ReadConsistency = .latest) throws(FiregateError) -> ReadResult<[(String, Value)]> {
+        let result = try runQuery(query, consistency: consistency)
+        return try result.map { value in aggregations.map { ($0.alias, $0.compute(over: value.documents, database: id)) } }
+    }
+
+    /// Lists a collection (ListDocuments): ordered, paged by offset, optionally with the
+    /// missing documents that have subcollections.
+    public func list(collection: ResourcePath, orderBy: [Query.Ordering], offset: Int, limit: Int?, showMissing: Bool,
+                     consistency: ReadConsistency) throws(FiregateError) -> ReadResult<[ListedDocument]> {
+        try state.withLock { state throws(FiregateError) in
+            let snapshot = try resolve(consistency, in: &state)
+            let query = Query(parent: collection.parent, collectionID: collection.lastSegment, orderBy: orderBy)
+            var listed = query.run(over: state.candidates(for: query, at: snapshot.time), database: id).documents.map(ListedDocument.found)
+            if showMissing {
+                var missing = Set<ResourcePath>()
+                for path in state.allPaths where path.count > collection.count + 1 && collection.isPrefix(of: path) {
+                    let ancestor = ResourcePath(Array(path.segments.prefix(collection.count + 1)))
+                    if state.documents[ancestor] == nil { missing.insert(ancestor) }
+                }
+                listed += missing.map(ListedDocument.missing)
+                listed.sort { ResourcePath.compare($0.path, $1.path) < 0 }
+            }
+            let page = Array(listed.dropFirst(offset).prefix(limit ?? Int.max))
+            return ReadResult(value: page, readTime: snapshot.readTime, transaction: snapshot.newTransaction)
+        }
+    }
+
+    /// Ids of the collections directly under `parent` that hold any document below them.
+    public func listCollectionIDs(parent: ResourcePath) -> [String] {
+        state.withLock { state in
+            var ids = Set<String>()
+            for path in state.allPaths where path.count > parent.count && parent.isPrefix(of: path) {
+                ids.insert(path.segments[parent.count])
+            }
+            return ids.sorted { Value.compareUTF8($0, $1) < 0 }
+        }
+    }
+
+    public var documentCount: Int { state.withLock { $0.documents.count } }
+
+    // MARK: Transactions
+
+    public func beginTransaction(_ options: TransactionOptions) throws(FiregateError) -> String {
+        try state.withLock { state throws(FiregateError) in try begin(options, in: &state) }
+    }
+
+    public func rollback(_ transaction: String) throws(FiregateError) {
+        try state.withLock { state throws(FiregateError) in
+            guard state.transactions.removeValue(forKey: transaction) != nil else {
+                throw DocumentDatabase.invalidTransaction
+            }
+        }
+    }
+
+    static let invalidTransaction = FiregateError.invalidArgument("The referenced transaction has expired or is no longer valid.")
+    static let contention = FiregateError.aborted("Aborted due to cross-transaction contention. This occurs when multiple transactions attempt to access the same data, requiring Firestore to abort at least one in order to enforce serializability.")
+
+    func begin(_ options: TransactionOptions, in state: inout DatabaseState) throws(FiregateError) -> String {
+        var bytes = [UInt8](repeating: 0, count: 16)
+        var generator = SystemRandomNumberGenerator()
+        for i in bytes.indices { bytes[i] = UInt8.random(in: 0...255, using: &generator) }
+        let txID = Base64.encode(bytes)
+        let now = clock.now()
+        switch options {
+        case .readOnly(let readTime):
+            if let readTime { try checkReadable(readTime, in: state) }
+            state.transactions[txID] = TransactionState(id: txID, readOnly: true, readTime: readTime ?? now, startedAt: now)
+        case .readWrite(let retrying):
+            if let retrying { state.transactions[retrying] = nil }
+            state.transactions[txID] = TransactionState(id: txID, readOnly: false, readTime: nil, startedAt: now)
+        }
+        return txID
+    }
+
+    /// What snapshot a read sees and which transaction (if any) records it.
+    struct Snapshot {
+        var time: Timestamp?
+        var readTime: Timestamp
+        var recordingTransaction: String?
+        var newTransaction: String?
+    }
+
+    func resolve(_ consistency: ReadConsistency, in state: inout DatabaseState) throws(FiregateError) -> Snapshot {
+        switch consistency {
+        case .latest:
+            return Snapshot(time: nil, readTime: clock.now())
+        case .readTime(let time):
+            try checkReadable(time, in: state)
+            return Snapshot(time: time, readTime: time)
+        case .transaction(let txID):
+            guard let tx = state.transactions[txID] else { throw DocumentDatabase.invalidTransaction }
+            if tx.readOnly { return Snapshot(time: tx.readTime, readTime: tx.readTime!) }
+            return Snapshot(time: nil, readTime: clock.now(), recordingTransaction: txID)
+        case .newTransaction(let options):
+            let txID = try begin(options, in: &state)
+            var snapshot = try resolve(.transaction(txID), in: &state)
+            snapshot.newTransaction = txID
+            return snapshot
+        }
+    }
+
+    func checkReadable(_ time: Timestamp, in state: DatabaseState) throws(FiregateError) {
+        if let pruned = state.prunedThrough, time < pruned {
+            throw .failedPrecondition("readTime \(time.rfc3339) is older than the oldest version this emulator keeps (\(pruned.rfc3339)).")
+        }
+    }
+
+    // MARK: Writes
+
+    /// Applies `writes` atomically with one commit time; returns once durable.
+    public func commit(_ writes: [Write], transaction: String? = nil) async throws(FiregateError) -> CommitResult {
+        guard writes.count <= DocumentLimits.maxWritesPerCommit else {
+            throw .invalidArgument("A maximum of 500 writes allowed per request.")
+        }
+        let (result, signal) = try state.withLock { state throws(FiregateError) in
+            if let transaction {
+                guard let tx = state.transactions.removeValue(forKey: transaction) else { throw DocumentDatabase.invalidTransaction }
+                if tx.readOnly, !writes.isEmpty {
+                    throw .invalidArgument("Cannot modify entities in a read-only transaction.")
+                }
+                for (path, seen) in tx.reads where state.documents[path]?.document.updateTime != seen {
+                    throw DocumentDatabase.contention
+                }
+            }
+            return try apply(writes, in: &state)
+        }
+        do {
+            try await signal.wait()
+        } catch {
+            throw .internal("The commit could not be made durable: \(error)")
+        }
+        return result
+    }
+
+    /// BatchWrite: each write on its own, not atomic; one result per write.
+    public func batchWrite(_ writes: [Write]) async throws(FiregateError) -> [Result<WriteResult, FiregateError>] {
+        guard writes.count <= DocumentLimits.maxWritesPerCommit else {
+            throw .invalidArgument("A maximum of 500 writes allowed per request.")
+        }
+        var seen = Set<ResourcePath>()
+        for write in writes where !seen.insert(write.path).inserted {
+            throw .invalidArgument("Batch write contains multiple writes to the same document: \(id.resourceName(write.path)).")
+        }
+        let pending = state.withLock { state in
+            writes.map { write -> Result<(WriteResult, DurabilitySignal), FiregateError> in
+                do throws(FiregateError) {
+                    let (result, signal) = try apply([write], in: &state)
+                    return .success((result.writeResults[0], signal))
+                } catch {
+                    return .failure(error)
+                }
+            }
+        }
+        var results: [Result<WriteResult, FiregateError>] = []
+        for item in pending {
+            switch item {
+            case .success(let (result, signal)):
+                do {
+                    try await signal.wait()
+                    results.append(.success(result))
+                } catch {
+                    results.append(.failure(.internal("The write could not be made durable: \(error)")))
+                }
+            case .failure(let error):
+                results.append(.failure(error))
+            }
+        }
+        return results
+    }
+
+    /// Applies writes to the state (all or nothing) and queues them for durability.
+    func apply(_ writes: [Write], in state: inout DatabaseState) throws(FiregateError) -> (CommitResult, DurabilitySignal) {
+        let commitTime = Timestamp(microseconds: clock.nextCommitMicros())
+        var working: [ResourcePath: Document?] = [:]
+        var order: [ResourcePath] = []
+        var results: [WriteResult] = []
+        results.reserveCapacity(writes.count)
+        for write in writes {
+            let existing: Document? = if let pending = working[write.path] { pending } else { state.documents[write.path]?.document }
+            let outcome = try write.apply(to: existing, commitTime: commitTime, database: id) { _ in .timestamp(commitTime) }
+            if outcome.changed {
+                if working[write.path] == nil { order.append(write.path) }
+                working[write.path] = .some(outcome.document)
+            }
+            var updateTime: Timestamp?
+            switch write.operation {
+            case .delete, .verify: updateTime = nil
+            default: updateTime = outcome.document?.updateTime
+            }
+            results.append(WriteResult(updateTime: updateTime, transformResults: write.transforms.isEmpty ? nil : outcome.transformResults))
+        }
+        var changes: [DocumentChange] = []
+        var upserts: [Document] = []
+        var deletes: [ResourcePath] = []
+        for path in order {
+            let before = state.documents[path]?.document
+            let after = working[path]!
+            guard before != after else { continue }
+            changes.append(DocumentChange(path: path, before: before, after: after))
+            if let after {
+                state.put(after)
+                upserts.append(after)
+            } else {
+                state.remove(path)
+                deletes.append(path)
+            }
+        }
+        let signal = DurabilitySignal()
+        let result = CommitResult(commitTime: commitTime, writeResults: results)
+        guard !changes.isEmpty else {
+            signal.complete(.success(()))
+            return (result, signal)
+        }
+        state.sequence += 1
+        let record = CommitRecord(sequence: state.sequence, commitTime: commitTime, changes: changes)
+        state.record(record)
+        let feed = self.feed
+        storage.enqueue(DocumentPersistBatch(database: id, upserts: upserts, deletes: deletes)) { outcome in
+            if case .success = outcome { feed.publish(record) }
+            signal.complete(outcome)
+        }
+        return (result, signal)
+    }
+
+    /// Deletes every document; open listeners end with `error`.
+    public func reset() async throws {
+        let signal = DurabilitySignal()
+        state.withLock { state in
+            let sequence = state.sequence
+            state = DatabaseState()
+            state.sequence = sequence + 1
+            state.prunedThrough = clock.now()
+            storage.enqueueClear(id) { signal.complete($0) }
+        }
+        feed.closeAll(.init(.aborted, "The database was reset."))
+        try await signal.wait()
+    }
+}
+
+/// A read's value with the snapshot it came from and the transaction it may have started.
+public struct ReadResult<Value: Sendable>: Sendable {
+    public let value: Value
+    public let readTime: Timestamp
+    public let transaction: String?
+
+    func map<T>(_ transform: (Value) throws(FiregateError) -> T) throws(FiregateError) -> ReadResult<T> {
+        ReadResult<T>(value: try transform(value), readTime: readTime, transaction: transaction)
+    }
+}
+
+public struct QueryResult: Sendable {
+    public let documents: [Document]
+    /// Documents skipped by the offset.
+    public let skipped: Int
+}
+
+/// An entry of a collection listing: a document, or the name of a missing one with children.
+public enum ListedDocument: Sendable {
+    case found(Document)
+    case missing(ResourcePath)
+
+    public var path: ResourcePath {
+        switch self {
+        case .found(let doc): doc.path
+        case .missing(let path): path
+        }
+    }
+}
+
+public struct WriteResult: Sendable {
+    public let updateTime: Timestamp?
+    public let transformResults: [Value]?
+}
+
+public struct CommitResult: Sendable {
+    public let commitTime: Timestamp
+    public let writeResults: [WriteResult]
+}

@@ -1,0 +1,93 @@
+/// One aggregation of a runAggregationQuery: count, sum or avg under an alias.
+public struct Aggregation: Sendable, Equatable {
+    public enum Kind: Sendable, Equatable {
+        case count(upTo: Int64?)
+        case sum(FieldPath)
+        case avg(FieldPath)
+    }
+
+    public var alias: String
+    public var kind: Kind
+
+    public init(alias: String, kind: Kind) {
+        self.alias = alias
+        self.kind = kind
+    }
+
+    /// Parses `aggregations` (1 to 5); a missing alias becomes `field_<n>` (1-based).
+    public static func parseList(_ json: JSON?) throws(FiregateError) -> [Aggregation] {
+        guard let items = json?.arrayValue, !items.isEmpty else {
+            throw .invalidArgument("An aggregation query needs at least one aggregation.")
+        }
+        guard items.count <= 5 else { throw .invalidArgument("An aggregation query supports at most 5 aggregations.") }
+        var result: [Aggregation] = []
+        for (i, item) in items.enumerated() {
+            let alias = item.member("alias")?.stringValue ?? "field_\(i + 1)"
+            let kind: Kind
+            if let count = item.member("count"), count != .null {
+                var upTo: Int64?
+                if let limit = count.member("upTo"), limit != .null {
+                    guard let n = limit.integerLike, n > 0 else { throw .invalidArgument("count.upTo must be a positive integer.") }
+                    upTo = n
+                }
+                kind = .count(upTo: upTo)
+            } else if let sum = item.member("sum"), sum != .null {
+                kind = .sum(try Query.parseFieldReference(sum.member("field")))
+            } else if let avg = item.member("avg"), avg != .null {
+                kind = .avg(try Query.parseFieldReference(avg.member("field")))
+            } else {
+                throw .invalidArgument("An aggregation must be one of count, sum or avg.")
+            }
+            guard !result.contains(where: { $0.alias == alias }) else {
+                throw .invalidArgument("Duplicate aggregation alias \"\(alias)\".")
+            }
+            result.append(Aggregation(alias: alias, kind: kind))
+        }
+        return result
+    }
+
+    /// The aggregate over the documents a query returned.
+    public func compute(over documents: [Document], database: DatabaseID) -> Value {
+        switch kind {
+        case .count(let upTo):
+            let n = Int64(documents.count)
+            return .integer(upTo.map { min($0, n) } ?? n)
+        case .sum(let field):
+            var intSum: Int64 = 0
+            var doubleSum = 0.0
+            var isDouble = false
+            for doc in documents {
+                switch doc.value(at: field, database: database) {
+                case .integer(let i)?:
+                    if isDouble {
+                        doubleSum += Double(i)
+                    } else {
+                        let (s, overflow) = intSum.addingReportingOverflow(i)
+                        if overflow {
+                            isDouble = true
+                            doubleSum = Double(intSum) + Double(i)
+                        } else {
+                            intSum = s
+                        }
+                    }
+                case .double(let d)?:
+                    if !isDouble { isDouble = true; doubleSum = Double(intSum) }
+                    doubleSum += d
+                default: break
+                }
+            }
+            return isDouble ? .double(doubleSum) : .integer(intSum)
+        case .avg(let field):
+            var total = 0.0
+            var count = 0
+            for doc in documents {
+                switch doc.value(at: field, database: database) {
+                case .integer(let i)?: total += Double(i); count += 1
+                case .double(let d)?: total += d; count += 1
+                default: break
+                }
+            }
+            return count == 0 ? .null : .double(total / Double(count))
+        }
+    }
+}

@@ -1,0 +1,131 @@
+/// Query evaluation over in-memory documents, following the SDKs' matching rules
+/// (JS SDK core/filter.ts, core/query.ts): range filters match only values of the same type
+/// class, `!=`/`not-in` skip missing and null fields, ordering requires the ordered fields.
+extension Query {
+    /// Whether the document belongs to the queried collection (or group).
+    public func containsPath(_ path: ResourcePath) -> Bool {
+        guard path.isDocument else { return false }
+        let collection = path.parent
+        if allDescendants {
+            return collection.lastSegment == collectionID && parent.isPrefix(of: collection) && collection.count > parent.count
+        }
+        return collection == collectionPath
+    }
+
+    /// Membership, filter and ordered-field presence (not the cursors or the window).
+    public func matches(_ document: Document, database: DatabaseID) -> Bool {
+        guard containsPath(document.path) else { return false }
+        for ordering in explicitOrderBy where !ordering.field.isDocumentID {
+            if document.value(at: ordering.field, database: database) == nil { return false }
+        }
+        guard let filter else { return true }
+        return filter.matches(document, database: database)
+    }
+
+    /// Compares two matching documents by the full order.
+    public func compare(_ a: Document, _ b: Document, database: DatabaseID) -> Int {
+        for ordering in orderBy {
+            let c: Int
+            if ordering.field.isDocumentID {
+                c = ResourcePath.compare(a.path, b.path)
+            } else {
+                c = Value.compare(a.value(at: ordering.field, database: database) ?? .null, b.value(at: ordering.field, database: database) ?? .null)
+            }
+            if c != 0 { return ordering.descending ? -c : c }
+        }
+        return 0
+    }
+
+    /// Whether a document lies within startAt/endAt.
+    public func withinBounds(_ document: Document, database: DatabaseID) -> Bool {
+        let orders = orderBy
+        if let startAt {
+            let c = compare(document, to: startAt, orders: orders, database: database)
+            if startAt.before ? c < 0 : c <= 0 { return false }
+        }
+        if let endAt {
+            let c = compare(document, to: endAt, orders: orders, database: database)
+            if endAt.before ? c >= 0 : c > 0 { return false }
+        }
+        return true
+    }
+
+    /// The document's position against a cursor: negative before it, zero at it, positive after.
+    func compare(_ document: Document, to bound: Bound, orders: [Ordering], database: DatabaseID) -> Int {
+        for (value, ordering) in zip(bound.values, orders) {
+            var c: Int
+            if ordering.field.isDocumentID {
+                guard case .reference(let name) = value, let path = try? database.path(fromName: name) else { return 0 }
+                c = ResourcePath.compare(document.path, path)
+            } else {
+                c = Value.compare(document.value(at: ordering.field, database: database) ?? .null, value)
+            }
+            if ordering.descending { c = -c }
+            if c != 0 { return c }
+        }
+        return 0
+    }
+
+    /// Runs the whole query over candidate documents: filter, order, cursors, offset, limit.
+    public func run(over candidates: some Sequence<Document>, database: DatabaseID) -> (documents: [Document], skipped: Int) {
+        var result = candidates.filter { matches($0, database: database) && withinBounds($0, database: database) }
+        result.sort { compare($0, $1, database: database) < 0 }
+        let skipped = min(offset, result.count)
+        if limitToLast {
+            if let limit, result.count > limit { result.removeFirst(result.count - limit) }
+            return (result, 0)
+        }
+        if skipped > 0 { result.removeFirst(skipped) }
+        if let limit, result.count > limit { result.removeLast(result.count - limit) }
+        return (result, skipped)
+    }
+}
+
+extension Query.Filter {
+    public func matches(_ document: Document, database: DatabaseID) -> Bool {
+        switch self {
+        case .composite(.and, let filters): return filters.allSatisfy { $0.matches(document, database: database) }
+        case .composite(.or, let filters): return filters.contains { $0.matches(document, database: database) }
+        case .unary(let field, let op):
+            let value = document.value(at: field, database: database)
+            switch op {
+            case .isNaN: return value?.isNaN ?? false
+            case .isNull: return value == .null
+            case .isNotNaN: return value != nil && value != .null && !(value!.isNaN)
+            case .isNotNull: return value != nil && value != .null
+            }
+        case .field(let field, let op, let operand):
+            guard let value = document.value(at: field, database: database) else { return false }
+            return Query.Filter.compare(value, op, operand)
+        }
+    }
+
+    static func compare(_ value: Value, _ op: Query.FieldOperator, _ operand: Value) -> Bool {
+        switch op {
+        case .notEqual:
+            return value != .null && !Value.equals(value, operand)
+        case .arrayContains:
+            return value.arrayElements?.contains { Value.equals($0, operand) } ?? false
+        case .in:
+            return operand.arrayElements?.contains { Value.equals($0, value) } ?? false
+        case .arrayContainsAny:
+            guard let elements = value.arrayElements, let candidates = operand.arrayElements else { return false }
+            return elements.contains { element in candidates.contains { Value.equals($0, element) } }
+        case .notIn:
+            guard let excluded = operand.arrayElements, !excluded.contains(.null) else { return false }
+            return value != .null && !excluded.contains { Value.equals($0, value) }
+        case .equal, .lessThan, .lessThanOrEqual, .greaterThan, .greaterThanOrEqual:
+            // Only values of the same type class compare (an int range never matches strings).
+            guard value.typeOrder == operand.typeOrder else { return false }
+            if op != .equal, value.isNaN || operand.isNaN { return false }
+            let c = Value.compare(value, operand)
+            switch op {
+            case .equal: return c == 0
+            case .lessThan: return c < 0
+            case .lessThanOrEqual: return c <= 0
+            case .greaterThan: return c > 0
+            default: return c >= 0
+            }
+        }
+    }
+}

@@ -1,0 +1,35 @@
+extension JSON {
+    /// An object member by its camelCase name, also found under its snake_case spelling
+    /// (proto3 JSON parsers accept both).
+    public func member(_ camelName: String) -> JSON? {
+        guard case .object(let fields) = self else { return nil }
+        if let value = fields[camelName] { return value }
+        let snake = JSON.snakeCase(camelName)
+        return snake == camelName ? nil : fields[snake]
+    }
+
+    static func snakeCase(_ camel: String) -> String {
+        var out = ""
+        out.reserveCapacity(camel.count + 4)
+        for ch in camel {
+            if ch.isUppercase {
+                out.append("_")
+                out.append(contentsOf: ch.lowercased())
+            } else {
+                out.append(ch)
+            }
+        }
+        return out
+    }
+
+    /// An integer carried as a JSON number, a decimal string, or an Int32Value wrapper `{"value":n}`.
+    public var integerLike: Int64? {
+        switch self {
+        case .int(let i): return i
+        case .double(let d) where d == d.rounded() && abs(d) < 9.2e18: return Int64(d)
+        case .string(let s): return Int64(s)
+        case .object: return self["value"]?.integerLike
+        default: return nil
+        }
+    }
+}

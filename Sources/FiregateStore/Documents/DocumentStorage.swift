@@ -1,0 +1,38 @@
+import FiregateModel
+
+/// What one commit changes on disk for one database.
+public struct DocumentPersistBatch: Sendable {
+    public let database: DatabaseID
+    public let upserts: [Document]
+    public let deletes: [ResourcePath]
+
+    public init(database: DatabaseID, upserts: [Document], deletes: [ResourcePath]) {
+        self.database = database
+        self.upserts = upserts
+        self.deletes = deletes
+    }
+}
+
+/// The narrow durability protocol of the document backend: SQLite today, PostgreSQL later.
+///
+/// `enqueue` is called under the database's lock, so implementations must only queue;
+/// `onDurable` must be called in enqueue order, once the batch is durable or has failed.
+public protocol DocumentStorage: Sendable {
+    /// Every stored document of every database, for loading at start.
+    func loadAll() throws -> [(DatabaseID, Document)]
+    func enqueue(_ batch: DocumentPersistBatch, onDurable: @escaping @Sendable (Result<Void, any Error>) -> Void)
+    /// Queues the removal of every document of a database, ordered with the batches.
+    func enqueueClear(_ database: DatabaseID, onDurable: @escaping @Sendable (Result<Void, any Error>) -> Void)
+}
+
+/// Keeps nothing (`--in-memory`): every batch is "durable" at once.
+public struct MemoryDocumentStorage: DocumentStorage {
+    public init() {}
+    public func loadAll() throws -> [(DatabaseID, Document)] { [] }
+    public func enqueue(_ batch: DocumentPersistBatch, onDurable: @escaping @Sendable (Result<Void, any Error>) -> Void) {
+        onDurable(.success(()))
+    }
+    public func enqueueClear(_ database: DatabaseID, onDurable: @escaping @Sendable (Result<Void, any Error>) -> Void) {
+        onDurable(.success(()))
+    }
+}

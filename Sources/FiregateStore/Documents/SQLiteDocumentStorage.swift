@@ -1,0 +1,69 @@
+import FiregateModel
+import Foundation
+import GRDB
+
+/// Documents in the `documents` table: one row per document, fields as typed-value JSON.
+public struct SQLiteDocumentStorage: DocumentStorage {
+    let store: SQLiteStore
+
+    public init(store: SQLiteStore) {
+        self.store = store
+    }
+
+    public static let migrations: [StoreMigration] = [
+        StoreMigration("documents-v1") { db in
+            try db.execute(sql: """
+                CREATE TABLE documents (
+                    project TEXT NOT NULL,
+                    database TEXT NOT NULL,
+                    path TEXT NOT NULL,
+                    fields BLOB NOT NULL,
+                    create_us INTEGER NOT NULL,
+                    update_us INTEGER NOT NULL,
+                    PRIMARY KEY (project, database, path)
+                ) WITHOUT ROWID
+                """)
+        },
+    ]
+
+    public func loadAll() throws -> [(DatabaseID, Document)] {
+        try store.writer.read { db in
+            var result: [(DatabaseID, Document)] = []
+            let rows = try Row.fetchCursor(db, sql: "SELECT project, database, path, fields, create_us, update_us FROM documents")
+            while let row = try rows.next() {
+                let database = DatabaseID(project: row[0], database: row[1])
+                let path = ResourcePath((row[2] as String).split(separator: "/", omittingEmptySubsequences: false).map(String.init))
+                let data: Data = row[3]
+                let fields = try Value.parseFields(try JSONParser.parse(data))
+                result.append((database, Document(path: path, fields: fields,
+                                                  createTime: Timestamp(microseconds: row[4]), updateTime: Timestamp(microseconds: row[5]))))
+            }
+            return result
+        }
+    }
+
+    public func enqueue(_ batch: DocumentPersistBatch, onDurable: @escaping @Sendable (Result<Void, any Error>) -> Void) {
+        let upserts = batch.upserts.map { doc in
+            (doc.path.canonical, Data(JSONWriter.bytes(Value.fieldsJSON(doc.fields))), doc.createTime.microseconds, doc.updateTime.microseconds)
+        }
+        let deletes = batch.deletes.map(\.canonical)
+        let project = batch.database.project, database = batch.database.database
+        store.committer.enqueue({ db in
+            for (path, fields, created, updated) in upserts {
+                try db.execute(
+                    sql: "INSERT OR REPLACE INTO documents (project, database, path, fields, create_us, update_us) VALUES (?, ?, ?, ?, ?, ?)",
+                    arguments: [project, database, path, fields, created, updated])
+            }
+            for path in deletes {
+                try db.execute(sql: "DELETE FROM documents WHERE project = ? AND database = ? AND path = ?", arguments: [project, database, path])
+            }
+        }, completion: onDurable)
+    }
+
+    public func enqueueClear(_ database: DatabaseID, onDurable: @escaping @Sendable (Result<Void, any Error>) -> Void) {
+        let project = database.project, name = database.database
+        store.committer.enqueue({ db in
+            try db.execute(sql: "DELETE FROM documents WHERE project = ? AND database = ?", arguments: [project, name])
+        }, completion: onDurable)
+    }
+}
