@@ -11,6 +11,27 @@ struct OperationRoutes: Sendable {
         if path == "/healthz" {
             return JSONResponse.make(["status": "ok"])
         }
-        return ErrorResponse.firestore(.notFound("No route for \(request.method) \(path)"))
+        do {
+            return try await emulator(request, path: path)
+        } catch {
+            return ErrorResponse.firestore(error)
+        }
+    }
+
+    func emulator(_ request: Request, path: String) async throws(FiregateError) -> Response {
+        // DELETE /emulator/v1/projects/{p}/databases/{d}/documents: clear one database.
+        let segments = path.split(separator: "/", omittingEmptySubsequences: false).dropFirst().map { PercentDecoding.decode(String($0)) }
+        if segments.count == 7, segments[0] == "emulator", segments[1] == "v1", segments[2] == "projects", segments[4] == "databases",
+           segments[6] == "documents" {
+            guard request.method == .delete else { throw FiregateError(.unimplemented, "Only DELETE is supported on \(path).") }
+            let database = backend.documents.database(DatabaseID(project: segments[3], database: segments[5]))
+            do {
+                try await database.reset()
+            } catch {
+                throw .internal("Reset failed: \(error)")
+            }
+            return JSONResponse.make([:])
+        }
+        throw .notFound("No route for \(request.method) \(path)")
     }
 }

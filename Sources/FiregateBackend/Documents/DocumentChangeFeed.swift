@@ -57,6 +57,8 @@ public enum FeedEvent: Sendable {
     case overflow
     /// The feed ended (reset or shutdown) with this status.
     case closed(FiregateError)
+    /// Nothing happened for a while: the subscriber may send a keep-alive.
+    case heartbeat
 }
 
 /// One subscriber's bounded queue, consumed as an `AsyncSequence`.
@@ -68,6 +70,7 @@ public final class FeedSubscription: AsyncSequence, Sendable {
         var overflowed = false
         var closed: FiregateError?
         var finished = false
+        var heartbeat = false
         var waiter: CheckedContinuation<FeedEvent?, Never>?
     }
 
@@ -82,7 +85,7 @@ public final class FeedSubscription: AsyncSequence, Sendable {
         self.feedReference = feed
     }
 
-    func deliver(_ event: FeedEvent) {
+    public func deliver(_ event: FeedEvent) {
         let resume = state.withLock { state -> (CheckedContinuation<FeedEvent?, Never>, FeedEvent)? in
             guard !state.finished else { return nil }
             switch event {
@@ -99,6 +102,8 @@ public final class FeedSubscription: AsyncSequence, Sendable {
                 }
             case .overflow:
                 state.overflowed = true
+            case .heartbeat:
+                state.heartbeat = true
             case .closed(let error):
                 state.closed = error
                 state.buffer.removeAll()
@@ -158,6 +163,10 @@ fileprivate extension FeedSubscription.State {
         if let error = state.closed {
             state.finished = true
             return .closed(error)
+        }
+        if state.heartbeat {
+            state.heartbeat = false
+            return .heartbeat
         }
         return nil
     }

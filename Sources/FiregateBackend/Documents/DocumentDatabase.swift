@@ -13,6 +13,8 @@ import Synchronization
 public final class DocumentDatabase: Sendable {
     public let id: DatabaseID
     public let feed = DocumentChangeFeed()
+    /// Distinguishes this process's resume tokens from an earlier run's.
+    let epoch = String(UInt32.random(in: 0...UInt32.max), radix: 36)
     let clock: ServerClock
     let storage: any DocumentStorage
     let state = Mutex(DatabaseState())

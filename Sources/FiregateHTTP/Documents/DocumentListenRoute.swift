@@ -1,13 +1,206 @@
 import FiregateBackend
 import FiregateModel
 import Hummingbird
+import HTTPTypes
+import ServiceLifecycle
 
-/// `:listen` over Server-Sent Events (filled in by the listen work).
+/// `:listen` over Server-Sent Events: a document or a query, followed live.
+///
+/// The stream opens with the full result (or, with `Last-Event-ID`, the changes since that
+/// event), then sends one `snapshot` per commit that changes the result. A reader that falls
+/// behind its buffer gets a fresh full result; a reset or shutdown ends the stream with
+/// `event: error`.
 struct DocumentListenRoute {
     let database: DocumentDatabase
     let options: ListenOptions
+    let ticker: KeepAliveTicker
 
     func open(_ path: ResourcePath, _ request: Request) async throws(FiregateError) -> Response {
-        throw FiregateError(.unimplemented, "listen is not available yet.")
+        let params = QueryParameters(request)
+        var queryJSON: JSON?
+        if let text = params.first("query") {
+            let parsed: JSON
+            do { parsed = try JSONParser.parse(text) } catch { throw .invalidArgument("Invalid query parameter: \(error.description)") }
+            queryJSON = parsed.member("structuredQuery") ?? parsed
+        }
+        if request.method == .post, let body = try await request.jsonBody() {
+            if queryJSON != nil { throw .invalidArgument("Give the query either as ?query= or as the body, not both.") }
+            queryJSON = body.member("structuredQuery")
+        }
+        let lastEventID = request.headers[HTTPField.Name("Last-Event-ID")!] ?? params.first("lastEventId")
+        let resumeAfter = lastEventID.flatMap { database.sequence(fromResumeToken: $0) }
+        let changesOnly = try params.bool("changesOnly") ?? false
+        if let queryJSON {
+            guard !path.isCollection else { throw .invalidArgument("A query listen names the root or a parent document, not a collection.") }
+            let query = try Query(structuredQuery: queryJSON, parent: path, database: database.id)
+            let stream = QueryListenStream(database: database, query: query, options: options, ticker: ticker,
+                                           changesOnly: changesOnly, resumeAfter: resumeAfter, resuming: lastEventID != nil)
+            return Response(status: .ok, headers: ServerSentEvents.headers, body: ResponseBody { writer in await stream.run(&writer) })
+        }
+        guard path.isDocument else {
+            throw .invalidArgument("listen needs a document path, or a query (?query=<structuredQuery JSON> or a body).")
+        }
+        let stream = DocumentListenStream(database: database, path: path, options: options, ticker: ticker,
+                                          resumeAfter: resumeAfter, resuming: lastEventID != nil)
+        return Response(status: .ok, headers: ServerSentEvents.headers, body: ResponseBody { writer in await stream.run(&writer) })
+    }
+}
+
+/// Runs a feed subscription until it closes, the client goes away or the server shuts down.
+enum ListenLoop {
+    static func run(_ subscription: FeedSubscription, ticker: KeepAliveTicker, writer: inout any ResponseBodyWriter,
+                    handle: (FeedEvent, inout any ResponseBodyWriter) async throws -> Bool) async {
+        ticker.register(subscription)
+        defer {
+            ticker.unregister(subscription)
+            subscription.cancel()
+        }
+        do {
+            try await withGracefulShutdownHandler {
+                while let event = await subscription.next() {
+                    if case .heartbeat = event {
+                        try await writer.write(ServerSentEvents.keepAlive)
+                        continue
+                    }
+                    if case .closed(let error) = event {
+                        try await writer.write(ServerSentEvents.frame(event: "error", json: JSON.errorBody(error)))
+                        break
+                    }
+                    guard try await handle(event, &writer) else { break }
+                }
+            } onGracefulShutdown: {
+                subscription.deliver(.closed(FiregateError(.unavailable, "The server is shutting down.")))
+            }
+            try await writer.finish(nil)
+        } catch {
+            // The client went away: nothing to report.
+        }
+    }
+}
+
+/// One query listener's view: the match set, the last result sent and the feed position.
+struct QueryListenStream: Sendable {
+    let database: DocumentDatabase
+    let query: Query
+    let options: ListenOptions
+    let ticker: KeepAliveTicker
+    let changesOnly: Bool
+    let resumeAfter: Int64?
+    let resuming: Bool
+
+    func run(_ writer: inout any ResponseBodyWriter) async {
+        var start = database.listen(query, bufferLimit: options.bufferLimit, resumeAfter: resumeAfter)
+        var matches = start.matches
+        var sequence = start.sequence
+        var window = matches.window
+        let first: [ViewChange]
+        if let resumed = start.resumedWindow {
+            first = DocumentChangeSet.changes(from: resumed, to: window, query: query, database: database.id)
+        } else {
+            first = DocumentChangeSet.changes(from: [], to: window, query: query, database: database.id)
+        }
+        do {
+            try await writer.write(frame(first, window: window, readTime: start.readTime, sequence: sequence,
+                                         reset: resuming && start.resumedWindow == nil))
+        } catch {
+            start.subscription.cancel()
+            return
+        }
+        await ListenLoop.run(start.subscription, ticker: ticker, writer: &writer) { event, writer in
+            switch event {
+            case .commit(let record):
+                guard record.sequence > sequence else { return true }
+                sequence = record.sequence
+                var touched = false
+                for change in record.changes where matches.apply(path: change.path, before: change.before, after: change.after) {
+                    touched = true
+                }
+                guard touched else { return true }
+                let next = matches.window
+                let changes = DocumentChangeSet.changes(from: window, to: next, query: query, database: database.id)
+                window = next
+                if !changes.isEmpty {
+                    try await writer.write(frame(changes, window: window, readTime: record.commitTime, sequence: sequence, reset: false))
+                }
+            case .overflow:
+                // Fell behind: start over from the current state and send it whole.
+                let fresh = database.listen(query, bufferLimit: 1, resumeAfter: nil)
+                fresh.subscription.cancel()
+                matches = fresh.matches
+                sequence = fresh.sequence
+                window = matches.window
+                let all = DocumentChangeSet.changes(from: [], to: window, query: query, database: database.id)
+                try await writer.write(frame(all, window: window, readTime: fresh.readTime, sequence: sequence, reset: true))
+            case .closed, .heartbeat:
+                break
+            }
+            return true
+        }
+    }
+
+    func frame(_ changes: [ViewChange], window: [Document], readTime: Timestamp, sequence: Int64, reset: Bool) -> ByteBuffer {
+        var body: JSON = ["readTime": .string(readTime.rfc3339)]
+        if reset { body = body.setting("reset", true) }
+        if !changesOnly { body = body.setting("documents", .array(window.map { $0.json(database: database.id, mask: query.projection) })) }
+        body = body.setting("changes", .array(changes.map { change in
+            [
+                "type": .string(change.kind.rawValue),
+                "oldIndex": .int(Int64(change.oldIndex)),
+                "newIndex": .int(Int64(change.newIndex)),
+                "document": change.document.json(database: database.id, mask: query.projection),
+            ]
+        }))
+        return ServerSentEvents.frame(event: "snapshot", id: database.resumeToken(sequence: sequence), json: body)
+    }
+}
+
+/// A single-document listener: `{"readTime","exists","document"}` per change of that document.
+struct DocumentListenStream: Sendable {
+    let database: DocumentDatabase
+    let path: ResourcePath
+    let options: ListenOptions
+    let ticker: KeepAliveTicker
+    let resumeAfter: Int64?
+    let resuming: Bool
+
+    func run(_ writer: inout any ResponseBodyWriter) async {
+        let start = database.listen(document: path, bufferLimit: options.bufferLimit, resumeAfter: resumeAfter)
+        var current = start.document
+        var sequence = start.sequence
+        do {
+            // A resumed stream whose document did not change since sends nothing first.
+            if !(start.resumedDocument.map { $0 == current } ?? false) {
+                try await writer.write(frame(current, readTime: start.readTime, sequence: sequence, reset: resuming && start.resumedDocument == nil))
+            }
+        } catch {
+            start.subscription.cancel()
+            return
+        }
+        await ListenLoop.run(start.subscription, ticker: ticker, writer: &writer) { event, writer in
+            switch event {
+            case .commit(let record):
+                guard record.sequence > sequence else { return true }
+                sequence = record.sequence
+                guard let change = record.changes.first(where: { $0.path == path }) else { return true }
+                current = change.after
+                try await writer.write(frame(current, readTime: record.commitTime, sequence: sequence, reset: false))
+            case .overflow:
+                let fresh = database.listen(document: path, bufferLimit: 1, resumeAfter: nil)
+                fresh.subscription.cancel()
+                sequence = fresh.sequence
+                current = fresh.document
+                try await writer.write(frame(current, readTime: fresh.readTime, sequence: sequence, reset: true))
+            case .closed, .heartbeat:
+                break
+            }
+            return true
+        }
+    }
+
+    func frame(_ document: Document?, readTime: Timestamp, sequence: Int64, reset: Bool) -> ByteBuffer {
+        var body: JSON = ["readTime": .string(readTime.rfc3339), "exists": .bool(document != nil)]
+        if reset { body = body.setting("reset", true) }
+        if let document { body = body.setting("document", document.json(database: database.id)) }
+        return ServerSentEvents.frame(event: "snapshot", id: database.resumeToken(sequence: sequence), json: body)
     }
 }

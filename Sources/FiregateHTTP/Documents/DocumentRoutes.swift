@@ -8,6 +8,13 @@ import HTTPTypes
 struct DocumentRoutes: Sendable {
     let backend: Backend
     let listenOptions: ListenOptions
+    let ticker: KeepAliveTicker
+
+    init(backend: Backend, listenOptions: ListenOptions) {
+        self.backend = backend
+        self.listenOptions = listenOptions
+        ticker = KeepAliveTicker(seconds: listenOptions.keepAliveSeconds)
+    }
 
     func respond(to request: Request, context: BasicRequestContext) async -> Response {
         do {
@@ -27,7 +34,7 @@ struct DocumentRoutes: Sendable {
         case (.get, nil) where target.path.isCollection:
             return try listDocuments(database, target.path, request)
         case (.get, "listen"), (.post, "listen"):
-            return try await DocumentListenRoute(database: database, options: listenOptions).open(target.path, request)
+            return try await DocumentListenRoute(database: database, options: listenOptions, ticker: ticker).open(target.path, request)
         case (.post, nil) where target.path.isCollection:
             return try await createDocument(database, target.path, request)
         case (.patch, nil) where target.path.isDocument:

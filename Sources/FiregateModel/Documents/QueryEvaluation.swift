@@ -66,18 +66,29 @@ extension Query {
         return 0
     }
 
-    /// Runs the whole query over candidate documents: filter, order, cursors, offset, limit.
-    public func run(over candidates: some Sequence<Document>, database: DatabaseID) -> (documents: [Document], skipped: Int) {
+    /// Every candidate that matches (filter and cursors), sorted by the query's order — the
+    /// result before offset and limit.
+    public func matchingSorted(_ candidates: some Sequence<Document>, database: DatabaseID) -> [Document] {
         var result = candidates.filter { matches($0, database: database) && withinBounds($0, database: database) }
         result.sort { compare($0, $1, database: database) < 0 }
-        let skipped = min(offset, result.count)
+        return result
+    }
+
+    /// Applies offset and limit (or limitToLast) to a sorted match list.
+    public func window(_ sorted: [Document]) -> (documents: [Document], skipped: Int) {
         if limitToLast {
-            if let limit, result.count > limit { result.removeFirst(result.count - limit) }
-            return (result, 0)
+            guard let limit, sorted.count > limit else { return (sorted, 0) }
+            return (Array(sorted.suffix(limit)), 0)
         }
-        if skipped > 0 { result.removeFirst(skipped) }
-        if let limit, result.count > limit { result.removeLast(result.count - limit) }
-        return (result, skipped)
+        let skipped = min(offset, sorted.count)
+        var end = sorted.count
+        if let limit { end = min(end, skipped + limit) }
+        return (Array(sorted[skipped..<end]), skipped)
+    }
+
+    /// Runs the whole query over candidate documents: filter, order, cursors, offset, limit.
+    public func run(over candidates: some Sequence<Document>, database: DatabaseID) -> (documents: [Document], skipped: Int) {
+        window(matchingSorted(candidates, database: database))
     }
 }
 

@@ -1,0 +1,79 @@
+/// How a query result changed between two snapshots, as the SDK's `docChanges()` reports it.
+public struct ViewChange: Sendable, Equatable {
+    public enum Kind: String, Sendable {
+        case added, modified, removed
+    }
+
+    public var kind: Kind
+    public var document: Document
+    /// Position in the previous result (-1 for added).
+    public var oldIndex: Int
+    /// Position in the new result (-1 for removed).
+    public var newIndex: Int
+
+    public init(kind: Kind, document: Document, oldIndex: Int, newIndex: Int) {
+        self.kind = kind
+        self.document = document
+        self.oldIndex = oldIndex
+        self.newIndex = newIndex
+    }
+}
+
+/// Computes `ViewChange`s between two sorted results of the same query.
+///
+/// Changes come removed first, then added, then modified, each group in query order; indexes
+/// are computed against a running list that starts as the old result and has each change
+/// applied in turn — the SDK's `docChanges()` contract.
+public enum DocumentChangeSet {
+    public static func changes(from old: [Document], to new: [Document], query: Query, database: DatabaseID,
+                               isModified: (Document, Document) -> Bool = { $0 != $1 }) -> [ViewChange] {
+        var oldByPath: [ResourcePath: Document] = [:]
+        for doc in old { oldByPath[doc.path] = doc }
+        var newByPath: [ResourcePath: Document] = [:]
+        for doc in new { newByPath[doc.path] = doc }
+        var removed: [Document] = [], added: [Document] = [], modified: [Document] = []
+        for doc in old where newByPath[doc.path] == nil { removed.append(doc) }
+        for doc in new {
+            if let previous = oldByPath[doc.path] {
+                if isModified(previous, doc) { modified.append(doc) }
+            } else {
+                added.append(doc)
+            }
+        }
+        let compare = { (a: Document, b: Document) in query.compare(a, b, database: database) < 0 }
+        if old.isEmpty {
+            return new.enumerated().map { ViewChange(kind: .added, document: $1, oldIndex: -1, newIndex: $0) }
+        }
+        var tracker = old
+        var result: [ViewChange] = []
+        let ordered = removed.sorted(by: compare).map { (ViewChange.Kind.removed, $0) }
+            + added.sorted(by: compare).map { (ViewChange.Kind.added, $0) }
+            + modified.sorted(by: compare).map { (ViewChange.Kind.modified, $0) }
+        for (kind, doc) in ordered {
+            var oldIndex = -1, newIndex = -1
+            if kind != .added, let i = tracker.firstIndex(where: { $0.path == doc.path }) {
+                oldIndex = i
+                tracker.remove(at: i)
+            }
+            if kind != .removed {
+                let i = tracker.partitionIndex { compare($0, doc) }
+                tracker.insert(doc, at: i)
+                newIndex = i
+            }
+            result.append(ViewChange(kind: kind, document: doc, oldIndex: oldIndex, newIndex: newIndex))
+        }
+        return result
+    }
+}
+
+extension Array {
+    /// The first index whose element is not `isBefore` (binary search on a partitioned array).
+    public func partitionIndex(where isBefore: (Element) -> Bool) -> Int {
+        var low = 0, high = count
+        while low < high {
+            let mid = (low + high) / 2
+            if isBefore(self[mid]) { low = mid + 1 } else { high = mid }
+        }
+        return low
+    }
+}
