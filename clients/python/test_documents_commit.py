@@ -452,6 +452,25 @@ def test_unknown_transaction_is_rejected(fs):
     assert not fs.exists("c/a")
 
 
+def test_verify_write_is_a_precondition_only_write(fs):
+    """The JS SDK's transactions send {"verify": name, "currentDocument": {...}} for documents they read
+    but do not write; it checks the precondition and changes nothing."""
+    v1 = fs.set("c/d", {"n": 1})
+    v2 = fs.set("c/d", {"n": 2})
+    tx = begin(fs)
+    fs.get_ok("c/d", transaction=tx)
+    res = ok(fs.commit([{"verify": fs.name("c/d"), "currentDocument": {"updateTime": v2["updateTime"]}},
+                        w_update(fs.name("c/other"), {"x": 1})], transaction=tx))
+    assert len(res["writeResults"]) == 2
+    assert fs.get_ok("c/d") == v2
+    r = fs.commit([{"verify": fs.name("c/d"), "currentDocument": {"updateTime": v1["updateTime"]}},
+                   w_update(fs.name("c/third"), {"x": 1})])
+    assert_error(r, 400, "FAILED_PRECONDITION")
+    assert not fs.exists("c/third")
+    r = fs.commit([{"verify": fs.name("c/none"), "currentDocument": {"exists": True}}])
+    assert_error(r, 404, "NOT_FOUND")
+
+
 def test_read_only_transaction_reads_a_consistent_snapshot(fs):
     v1 = fs.set("c/d", {"n": 1})
     tx = begin(fs, {"readOnly": {}})
@@ -480,3 +499,54 @@ def test_read_only_transaction_at_read_time(fs):
     assert fs.get_ok("c/d", read_time=v2["updateTime"]) == v2
     arr = ok(fs.run_query({"from": [{"collectionId": "c"}]}, readTime=v1["updateTime"]))
     assert [e["document"] for e in arr if "document" in e] == [v1]
+
+
+# ---------------------------------------------------------------------------------------------
+# concurrency
+# ---------------------------------------------------------------------------------------------
+
+
+def test_concurrent_increments_are_atomic(fs):
+    from concurrent.futures import ThreadPoolExecutor
+    import requests
+
+    fs.set("c/counter", {"n": 0})
+    url = fs.url(f"{fs.root}:commit")
+    body = {"writes": [w_transform(fs.name("c/counter"), [t_increment("n", 1)])]}
+
+    def worker(_):
+        with requests.Session() as s:
+            for _ in range(25):
+                assert s.post(url, json=body, timeout=30).status_code == 200
+
+    with ThreadPoolExecutor(8) as pool:
+        list(pool.map(worker, range(8)))
+    assert fs.get_ok("c/counter")["fields"] == fields({"n": 200})
+
+
+def test_concurrent_read_modify_write_transactions_serialise(fs):
+    """Each worker retries on ABORTED, as the SDKs do; no increment may be lost."""
+    from concurrent.futures import ThreadPoolExecutor
+    import requests
+
+    fs.set("c/counter", {"n": 0})
+
+    def worker(_):
+        f = Fs(fs.base, fs.project, session=requests.Session())
+        done = 0
+        previous = None
+        while done < 5:
+            options = {"readWrite": {"retryTransaction": previous}} if previous else {"readWrite": {}}
+            tx = ok(f.begin(options))["transaction"]
+            n = int(f.get_ok("c/counter", transaction=tx)["fields"]["n"]["integerValue"])
+            r = f.commit([w_update(f.name("c/counter"), {"n": n + 1})], transaction=tx, timeout=30)
+            if r.status_code == 200:
+                done += 1
+                previous = None
+            else:
+                assert_error(r, 409, "ABORTED")
+                previous = tx
+
+    with ThreadPoolExecutor(4) as pool:
+        list(pool.map(worker, range(4)))
+    assert fs.get_ok("c/counter")["fields"] == fields({"n": 20})

@@ -788,3 +788,11 @@ def test_projects_are_isolated(base_url, project):
     assert a.get_ok("c/d")["fields"] == fields({"who": "a"})
     assert b.get_ok("c/d")["fields"] == fields({"who": "b"})
     assert a.get_ok("c/d")["name"] != b.get_ok("c/d")["name"]
+
+
+def test_responses_are_json(fs):
+    fs.set("c/d", {"a": 1})
+    for r in [fs.get("c/d"), fs.get("c/missing"), fs.run_query({"from": [{"collectionId": "c"}]}),
+              fs.commit([]), fs.s.post(fs.url(f"{fs.root}:commit"), data=b"{", timeout=30)]:
+        assert r.headers.get("Content-Type", "").startswith("application/json"), r.headers
+        r.json()

@@ -286,3 +286,14 @@ def test_firestore_request_types_used_directly(client, names):
         write.Write(update=document.Document(name=names.doc("c/x"), fields={"s": V(string_value="é")}))]))
     got = client.get_document(firestore.GetDocumentRequest(name=names.doc("c/x")))
     assert got.fields["s"].string_value == "é"
+
+
+def test_large_streamed_query_result(client, names, base_url, project):
+    f = Fs(base_url, project)
+    ok(f.commit([{"update": {"name": f.name(f"big/d{i:04d}"), "fields": fields({"i": i, "s": "é\"\\{}[]" * 20})}}
+                 for i in range(400)]))
+    responses = list(client.run_query(request={"parent": names.root, "structured_query": {
+        "from_": [{"collection_id": "big"}]}}))
+    docs = [r.document for r in responses if r.document.name]
+    assert [d.fields["i"].integer_value for d in docs] == list(range(400))
+    assert docs[0].fields["s"].string_value == "é\"\\{}[]" * 20
