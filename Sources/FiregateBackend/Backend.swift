@@ -17,8 +17,9 @@ public final class Backend: Sendable {
 
     /// Opens (or creates) the store under `directory` — nil keeps everything in memory — and
     /// loads the persisted state.
-    public init(directory: URL?, defaultProject: String) async throws {
-        let store = try SQLiteStore(directory: directory, migrations: Backend.migrations)
+    /// `extraMigrations` are the edge clients' tables, which live in the same store.
+    public init(directory: URL?, defaultProject: String, extraMigrations: [StoreMigration] = []) async throws {
+        let store = try SQLiteStore(directory: directory, migrations: Backend.migrations + extraMigrations)
         let clock = ServerClock()
         self.store = store
         self.clock = clock

@@ -12,9 +12,13 @@ public struct FiregateResponder: HTTPResponder {
     let documents: DocumentRoutes
     let tree: TreeRoutes
     let operations: OperationRoutes
+    let clients: ClientRoutes
 
     public func respond(to request: Request, context: Context) async throws -> Response {
         let path = request.uri.path
+        if path.hasPrefix("/clients") && (path.count == 8 || path.dropFirst(8).first == "/") {
+            return await clients.respond(to: request, context: context)
+        }
         if path.hasPrefix("/v1/") {
             return await documents.respond(to: request, context: context)
         }

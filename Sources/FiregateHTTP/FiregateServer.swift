@@ -1,4 +1,5 @@
 import FiregateBackend
+import FiregateEdge
 import FiregateModel
 import Foundation
 import Hummingbird
@@ -19,19 +20,27 @@ public struct ServerConfiguration: Sendable {
 
 /// Builds the Hummingbird application serving every surface from one backend.
 public enum FiregateServer {
-    public static func makeResponder(backend: Backend, listen: ListenOptions = ListenOptions()) -> FiregateResponder {
-        FiregateResponder(
-            documents: DocumentRoutes(backend: backend, listenOptions: listen),
+    public static func makeResponder(backend: Backend, clients: EdgeClients, listen: ListenOptions = ListenOptions()) -> FiregateResponder {
+        let documents = DocumentRoutes(backend: backend, listenOptions: listen)
+        return FiregateResponder(
+            documents: documents,
             tree: TreeRoutes(backend: backend),
-            operations: OperationRoutes(backend: backend)
+            operations: OperationRoutes(backend: backend),
+            clients: ClientRoutes(clients: clients, documents: documents)
         )
     }
 
+    /// Opens the backend (and the edge clients' tables) as configured.
+    public static func openBackend(_ configuration: ServerConfiguration) async throws -> Backend {
+        try await Backend(directory: configuration.dataDirectory, defaultProject: configuration.project, extraMigrations: EdgeClients.migrations)
+    }
+
     public static func makeApplication(configuration: ServerConfiguration, backend: Backend) -> some ApplicationProtocol {
+        let clients = EdgeClients(backend: backend)
         var logger = Logger(label: "firegate")
         logger.logLevel = configuration.logLevel
         return Application(
-            responder: makeResponder(backend: backend, listen: configuration.listen),
+            responder: makeResponder(backend: backend, clients: clients, listen: configuration.listen),
             configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "firegate"),
             logger: logger
         )

@@ -48,7 +48,7 @@ struct Serve: AsyncParsableCommand {
         configuration.dataDirectory = inMemory ? nil : URL(fileURLWithPath: dataDir)
         configuration.project = project
         configuration.logLevel = Logger.Level(rawValue: logLevel.lowercased()) ?? .info
-        let backend = try await Backend(directory: configuration.dataDirectory, defaultProject: project)
+        let backend = try await FiregateServer.openBackend(configuration)
         let app = FiregateServer.makeApplication(configuration: configuration, backend: backend)
         try await app.runService()
     }

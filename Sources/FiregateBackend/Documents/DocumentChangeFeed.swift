@@ -19,7 +19,7 @@ public final class DocumentChangeFeed: Sendable {
     public init() {}
 
     /// Subscribes to commits published from now on.
-    func subscribe(bufferLimit: Int) -> FeedSubscription {
+    public func subscribe(bufferLimit: Int) -> FeedSubscription {
         state.withLock { state in
             state.nextID += 1
             let subscription = FeedSubscription(id: state.nextID, bufferLimit: bufferLimit, feed: self)

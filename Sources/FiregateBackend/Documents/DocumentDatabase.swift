@@ -340,12 +340,12 @@ public enum ListedDocument: Sendable {
     }
 }
 
-public struct WriteResult: Sendable {
+public struct WriteResult: Sendable, Equatable {
     public let updateTime: Timestamp?
     public let transformResults: [Value]?
 }
 
-public struct CommitResult: Sendable {
+public struct CommitResult: Sendable, Equatable {
     public let commitTime: Timestamp
     public let writeResults: [WriteResult]
 }

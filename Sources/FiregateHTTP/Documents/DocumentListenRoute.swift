@@ -140,9 +140,9 @@ struct QueryListenStream: Sendable {
 
     func frame(_ changes: [ViewChange], window: [Document], readTime: Timestamp, sequence: Int64, reset: Bool) -> ByteBuffer {
         var body: JSON = ["readTime": .string(readTime.rfc3339)]
-        if reset { body = body.setting("reset", true) }
-        if !changesOnly { body = body.setting("documents", .array(window.map { $0.json(database: database.id, mask: query.projection) })) }
-        body = body.setting("changes", .array(changes.map { change in
+        if reset { body = body.withMember("reset", true) }
+        if !changesOnly { body = body.withMember("documents", .array(window.map { $0.json(database: database.id, mask: query.projection) })) }
+        body = body.withMember("changes", .array(changes.map { change in
             [
                 "type": .string(change.kind.rawValue),
                 "oldIndex": .int(Int64(change.oldIndex)),
@@ -199,8 +199,8 @@ struct DocumentListenStream: Sendable {
 
     func frame(_ document: Document?, readTime: Timestamp, sequence: Int64, reset: Bool) -> ByteBuffer {
         var body: JSON = ["readTime": .string(readTime.rfc3339), "exists": .bool(document != nil)]
-        if reset { body = body.setting("reset", true) }
-        if let document { body = body.setting("document", document.json(database: database.id)) }
+        if reset { body = body.withMember("reset", true) }
+        if let document { body = body.withMember("document", document.json(database: database.id)) }
         return ServerSentEvents.frame(event: "snapshot", id: database.resumeToken(sequence: sequence), json: body)
     }
 }

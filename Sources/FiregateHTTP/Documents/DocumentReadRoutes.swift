@@ -84,8 +84,8 @@ extension DocumentRoutes {
         var items: [JSON] = []
         for (i, (path, doc)) in result.value.enumerated() {
             var entry: JSON = doc.map { ["found": $0.json(database: database.id, mask: mask)] } ?? ["missing": .string(database.id.resourceName(path))]
-            entry = entry.setting("readTime", .string(result.readTime.rfc3339))
-            if i == 0, let tx = result.transaction { entry = entry.setting("transaction", .string(tx)) }
+            entry = entry.withMember("readTime", .string(result.readTime.rfc3339))
+            if i == 0, let tx = result.transaction { entry = entry.withMember("transaction", .string(tx)) }
             items.append(entry)
         }
         if items.isEmpty, let tx = result.transaction {
@@ -114,8 +114,8 @@ extension DocumentRoutes {
             ["document": doc.json(database: database.id, mask: query.projection), "readTime": readTime]
         }
         if items.isEmpty { items = [["readTime": readTime]] }
-        if result.value.skipped > 0 { items[0] = items[0].setting("skippedResults", .int(Int64(result.value.skipped))) }
-        if let tx = result.transaction { items[0] = items[0].setting("transaction", .string(tx)) }
+        if result.value.skipped > 0 { items[0] = items[0].withMember("skippedResults", .int(Int64(result.value.skipped))) }
+        if let tx = result.transaction { items[0] = items[0].withMember("transaction", .string(tx)) }
         return JSONResponse.make(.array(items))
     }
 
@@ -130,9 +130,9 @@ extension DocumentRoutes {
         let aggregations = try Aggregation.parseList(aggregationQuery.member("aggregations"))
         let result = try database.runAggregation(query, aggregations: aggregations, consistency: try body.consistency())
         var fields = JSON.object([:])
-        for (alias, value) in result.value { fields = fields.setting(alias, value.json) }
+        for (alias, value) in result.value { fields = fields.withMember(alias, value.json) }
         var item: JSON = ["result": ["aggregateFields": fields], "readTime": .string(result.readTime.rfc3339)]
-        if let tx = result.transaction { item = item.setting("transaction", .string(tx)) }
+        if let tx = result.transaction { item = item.withMember("transaction", .string(tx)) }
         return JSONResponse.make([item])
     }
 
@@ -146,9 +146,9 @@ extension DocumentRoutes {
         var json: JSON = [:]
         if let size = body.member("pageSize")?.integerLike, size > 0, ids.count > size {
             ids = Array(ids.prefix(Int(size)))
-            json = json.setting("nextPageToken", .string(PageToken.make(collection: ids.last!)))
+            json = json.withMember("nextPageToken", .string(PageToken.make(collection: ids.last!)))
         }
-        if !ids.isEmpty { json = json.setting("collectionIds", .array(ids.map(JSON.string))) }
+        if !ids.isEmpty { json = json.withMember("collectionIds", .array(ids.map(JSON.string))) }
         return JSONResponse.make(json)
     }
 }
@@ -174,13 +174,5 @@ enum PageToken {
     }
 }
 
-extension JSON {
-    /// A copy of this object with `key` set (appended when new).
-    func setting(_ key: String, _ value: JSON) -> JSON {
-        guard case .object(var members) = self else { return self }
-        members[key] = value
-        return .object(members)
-    }
-}
 
 import Foundation

@@ -116,8 +116,8 @@ extension WriteResult {
     /// `{"updateTime":…,"transformResults":[…]}`; `{}` for a delete.
     var json: JSON {
         var result: JSON = [:]
-        if let updateTime { result = result.setting("updateTime", .string(updateTime.rfc3339)) }
-        if let transformResults { result = result.setting("transformResults", .array(transformResults.map(\.json))) }
+        if let updateTime { result = result.withMember("updateTime", .string(updateTime.rfc3339)) }
+        if let transformResults { result = result.withMember("transformResults", .array(transformResults.map(\.json))) }
         return result
     }
 }

@@ -1,0 +1,96 @@
+import FiregateModel
+
+/// Listeners: registration, view updates and event delivery.
+extension EdgeClient {
+    /// Most snapshots a listener stream may have waiting before it is ended as too slow.
+    static let listenerBuffer = 1000
+
+    /// Opens a listener; its snapshots arrive on the returned stream. The continuation lets the
+    /// stream's owner add keep-alives; finishing it ends the listener.
+    public func listen(_ query: Query, options: ListenerOptions) throws(FiregateError) -> (AsyncStream<EdgeEvent>, AsyncStream<EdgeEvent>.Continuation) {
+        try beginDataCall()
+        let (stream, output) = AsyncStream<EdgeEvent>.makeStream(bufferingPolicy: .bufferingOldest(EdgeClient.listenerBuffer))
+        let listenerID = nextListenerID
+        nextListenerID += 1
+        listeners[listenerID] = ListenerEntry(
+            query: query, options: options, view: QueryView(query: query, database: settings.databaseID),
+            listener: QueryListener(includeMetadataChanges: options.includeMetadataChanges, cacheOnly: options.cacheOnly),
+            output: output)
+        output.onTermination = { [weak self] _ in
+            Task { await self?.removeListener(listenerID) }
+        }
+        // First the cache's answer, then (online) the server's.
+        updateViews([listenerID])
+        if !options.cacheOnly && network.online {
+            ensureWatch()
+            if gates.holdWatch {
+                heldTargets.insert(listenerID)
+            } else {
+                refreshTargets([listenerID])
+            }
+        } else if !options.cacheOnly {
+            raiseOnlineState(for: [listenerID])
+        }
+        return (stream, output)
+    }
+
+    func removeListener(_ listenerID: Int) {
+        guard listeners.removeValue(forKey: listenerID) != nil else { return }
+        heldTargets.remove(listenerID)
+        if !listeners.values.contains(where: { !$0.options.cacheOnly }) { stopWatch() }
+    }
+
+    /// Recomputes the views of `ids` (all listeners when nil) and raises their snapshots.
+    func updateViews(_ ids: [Int]? = nil) {
+        let builder = localView()
+        for listenerID in ids ?? Array(listeners.keys).sorted() {
+            guard var entry = listeners[listenerID] else { continue }
+            let result = builder.run(entry.query)
+            let current = entry.current && network.online && !entry.options.cacheOnly
+            let hasCachedResults = syncedQueries.contains(entry.query.canonicalID)
+            if let snapshot = entry.view.update(result: result, current: current, hasCachedResults: hasCachedResults),
+               let raised = entry.listener.onViewSnapshot(snapshot, onlineState: onlineState) {
+                emit(raised, to: &entry)
+            }
+            listeners[listenerID] = entry
+        }
+    }
+
+    /// Gives listeners whose first snapshot was held back a chance to raise it.
+    func raiseOnlineState(for ids: [Int]? = nil) {
+        for listenerID in ids ?? Array(listeners.keys).sorted() {
+            guard var entry = listeners[listenerID] else { continue }
+            if let raised = entry.listener.onOnlineStateChange(onlineState) { emit(raised, to: &entry) }
+            listeners[listenerID] = entry
+        }
+    }
+
+    func emit(_ snapshot: ViewSnapshot, to entry: inout ListenerEntry) {
+        eventCounter += 1
+        let body = JSONWriter.bytes(snapshot.render(database: settings.databaseID, options: entry.options))
+        if case .dropped = entry.output.yield(.snapshot(id: eventCounter, body: body)) {
+            entry.output.yield(.error(FiregateError(.resourceExhausted, "The listener fell too far behind and was closed.")))
+            entry.output.finish()
+        }
+    }
+
+    /// Every open stream of this client emits `event: sync` with `token`.
+    public func sync(token: String) {
+        for entry in listeners.values { entry.output.yield(.sync(token: token)) }
+    }
+
+    func endListeners(with error: FiregateError?) {
+        let entries = listeners.values
+        listeners.removeAll()
+        heldTargets.removeAll()
+        for entry in entries {
+            if let error { entry.output.yield(.error(error)) }
+            entry.output.finish()
+        }
+    }
+}
+
+extension Query {
+    /// A stable identity of the query, for the synced-queries cache.
+    public var canonicalID: String { "\(self)" }
+}

@@ -1,0 +1,80 @@
+import FiregateBackend
+import FiregateModel
+
+/// Where a read may look (the SDK's GetOptions.source).
+public enum ReadSource: String, Sendable {
+    case `default`, server, cache
+}
+
+/// A read's answer with its metadata.
+public struct EdgeRead<T: Sendable>: Sendable {
+    public let value: T
+    public let fromCache: Bool
+    public let hasPendingWrites: Bool
+}
+
+/// One-time reads through the client: from the server when it can and may, else from the cache,
+/// with the SDK's errors when neither works.
+extension EdgeClient {
+    public func getDocument(_ path: ResourcePath, source: ReadSource) async throws(FiregateError) -> EdgeRead<LocalDocument?> {
+        try beginDataCall()
+        let builder = localView()
+        if source != .cache && network.online {
+            try await simulateLatency()
+            let doc = (try? database.get(path).value) ?? nil
+            acceptFromWatch(path, doc)
+            let local = localView().document(path)
+            updateViews()
+            return EdgeRead(value: local, fromCache: false, hasPendingWrites: local?.hasLocalMutations ?? false)
+        }
+        switch source {
+        case .server:
+            if builder.isKnown(path) {
+                throw .unavailable("Failed to get document from server. (However, this document does exist in the local cache. Run again without setting source to \"server\" to retrieve the cached document.)")
+            }
+            throw .unavailable("Failed to get document because the client is offline.")
+        case .cache, .default:
+            guard builder.isKnown(path) else {
+                if source == .cache {
+                    throw .unavailable("Failed to get document from cache. (However, this document may exist on the server. Run again without setting 'source' in the GetOptions to attempt to retrieve the document from the server.)")
+                }
+                throw .unavailable("Failed to get document because the client is offline.")
+            }
+            let local = builder.document(path)
+            return EdgeRead(value: local, fromCache: true, hasPendingWrites: local?.hasLocalMutations ?? false)
+        }
+    }
+
+    public func runQuery(_ query: Query, source: ReadSource) async throws(FiregateError) -> EdgeRead<[LocalDocument]> {
+        try beginDataCall()
+        if source != .cache && network.online {
+            try await simulateLatency()
+            if let result = try? database.runQuery(query).value.documents {
+                for doc in result { acceptFromWatch(doc.path, doc) }
+            }
+            let local = localView().run(query)
+            updateViews()
+            return EdgeRead(value: local, fromCache: false, hasPendingWrites: local.contains { $0.hasLocalMutations })
+        }
+        if source == .server {
+            throw .unavailable("Failed to get documents from server. (However, these documents may exist in the local cache. Run again without setting source to \"server\" to retrieve the cached documents.)")
+        }
+        let local = localView().run(query)
+        return EdgeRead(value: local, fromCache: true, hasPendingWrites: local.contains { $0.hasLocalMutations })
+    }
+
+    /// The local view of one document (for answering a write at once).
+    public func localDocument(_ path: ResourcePath) -> LocalDocument? { localView().document(path) }
+
+    /// Transactions go straight to the backend and need the network.
+    public func requireNetwork(for operation: String) throws(FiregateError) {
+        try beginDataCall()
+        guard network.online else {
+            throw .unavailable("Failed to \(operation) because the client is offline.")
+        }
+    }
+
+    func simulateLatency() async throws(FiregateError) {
+        if network.latencyMs > 0 { try? await Task.sleep(for: .milliseconds(network.latencyMs)) }
+    }
+}

@@ -1,0 +1,191 @@
+import FiregateBackend
+import FiregateModel
+import Foundation
+
+/// The write side: queueing user writes with latency compensation, the pipeline that sends
+/// them in order, acknowledgements, rejections and the write gate.
+extension EdgeClient {
+    /// Queues a user write (one batch), applies it locally at once and returns its id.
+    public func write(_ writes: [Write]) async throws(FiregateError) -> MutationBatch {
+        try beginDataCall()
+        guard !writes.isEmpty else { throw .invalidArgument("A write needs at least one operation.") }
+        guard writes.count <= DocumentLimits.maxWritesPerCommit else { throw .invalidArgument("A maximum of 500 writes allowed per request.") }
+        for write in writes where write.path.isEmpty || !write.path.isDocument {
+            throw .invalidArgument("Invalid document path \"\(write.path)\".")
+        }
+        let batch = queue.add(writes: writes, localWriteTime: now())
+        writeStates[batch.id] = .pending
+        if settings.persistence == .persistent, let storage {
+            do {
+                try await storage.saveMutation(id: batch.id, localWriteTime: batch.localWriteTime,
+                                               writes: .array(writes.map { $0.json(database: settings.databaseID) }))
+            } catch {
+                queue.remove(batch.id)
+                writeStates[batch.id] = nil
+                throw .internal("The write could not be persisted: \(error)")
+            }
+        }
+        updateViews()
+        pumpWrites()
+        return batch
+    }
+
+    public func writeState(_ batchID: Int64) -> WriteState? { writeStates[batchID] }
+
+    /// Waits until the batch is acknowledged or rejected.
+    public func waitForAck(_ batchID: Int64) async -> WriteState {
+        if let state = writeStates[batchID], state != .pending { return state }
+        return await withCheckedContinuation { continuation in
+            ackWaiters[batchID, default: []].append(continuation)
+        }
+    }
+
+    public var pendingWrites: [MutationBatch] { queue.batches }
+
+    /// Starts the pipeline unless it runs already or may not send (offline, gate, terminated).
+    func pumpWrites() {
+        guard !sendingWrites, network.online, !gates.holdWrites, !terminated, !queue.isEmpty else { return }
+        sendingWrites = true
+        Task { await self.sendQueuedWrites() }
+    }
+
+    /// Sends batches oldest first, one at a time, while allowed.
+    func sendQueuedWrites() async {
+        defer { sendingWrites = false }
+        while network.online, !gates.holdWrites, !terminated, let batch = queue.first {
+            let sent = await send(batch)
+            if !sent {
+                scheduleRetry()
+                return
+            }
+        }
+    }
+
+    /// Sends one batch to the backend and applies the outcome; false when a transient error
+    /// leaves it queued.
+    @discardableResult
+    func send(_ batch: MutationBatch) async -> Bool {
+        if network.latencyMs > 0 { try? await Task.sleep(for: .milliseconds(network.latencyMs)) }
+        // The batch may have been settled while this call waited.
+        guard queue.batches.contains(where: { $0.id == batch.id }) else { return true }
+        let outcome: Result<CommitResult, FiregateError>
+        if let (count, status) = network.rejectWrites {
+            network.rejectWrites = count > 1 ? (count - 1, status) : nil
+            outcome = .failure(FiregateError(status, "The write was rejected by the injected network condition (\(status.rawValue))."))
+        } else {
+            do {
+                outcome = .success(try await database.commit(batch.writes))
+            } catch {
+                outcome = .failure(error)
+            }
+        }
+        switch outcome {
+        case .success(let result):
+            acknowledge(batch, result)
+            retryDelay = 0
+            return true
+        case .failure(let error) where error.status.isPermanentWriteError:
+            reject(batch, error)
+            return true
+        case .failure:
+            return false
+        }
+    }
+
+    /// Backoff as the SDK's: 1 s, ×1.5, at most 60 s.
+    func scheduleRetry() {
+        retryDelay = retryDelay == 0 ? 1 : min(retryDelay * 1.5, 60)
+        let delay = retryDelay
+        Task {
+            try? await Task.sleep(for: .milliseconds(Int64(delay * 1000)))
+            await self.pumpWrites()
+        }
+    }
+
+    /// The server committed the batch: drop it from the queue and keep the committed version
+    /// of each document until the watch confirms it.
+    func acknowledge(_ batch: MutationBatch, _ result: CommitResult) {
+        guard queue.remove(batch.id) != nil else { return }
+        storage?.deleteMutation(id: batch.id)
+        for path in batch.paths {
+            let base = remote[path]
+            if let base, base.version >= result.commitTime { continue }
+            var current = base?.document
+            for write in batch.writes where write.path == path {
+                if let outcome = try? write.apply(to: current, commitTime: result.commitTime, database: settings.databaseID, serverTime: { _ in .timestamp(result.commitTime) }) {
+                    current = outcome.document
+                }
+            }
+            remote.set(path, current.map { .found($0, committed: true) } ?? .missing(version: result.commitTime))
+            persistRemote(path)
+        }
+        finish(batch.id, .acknowledged(result))
+        updateViews()
+    }
+
+    /// The server refused the batch for good: drop it and revert the local view.
+    func reject(_ batch: MutationBatch, _ error: FiregateError) {
+        guard queue.remove(batch.id) != nil else { return }
+        storage?.deleteMutation(id: batch.id)
+        finish(batch.id, .rejected(error))
+        updateViews()
+    }
+
+    /// Records a batch's final state and wakes whoever waits on it.
+    func finish(_ batchID: Int64, _ state: WriteState) {
+        writeStates[batchID] = state
+        if writeStates.count > 10_000, let oldest = writeStates.keys.min() { writeStates[oldest] = nil }
+        for waiter in ackWaiters.removeValue(forKey: batchID) ?? [] { waiter.resume(returning: state) }
+        let lowest = queue.first?.id ?? Int64.max
+        pendingWriteWaiters.removeAll { waiter in
+            guard waiter.upTo < lowest else { return false }
+            waiter.continuation.resume(returning: true)
+            return true
+        }
+    }
+
+    /// waitForPendingWrites: true once every batch queued before the call is settled, false
+    /// when `timeoutMs` passes first. Never completes while offline, as in the SDK.
+    public func waitForPendingWrites(timeoutMs: Int) async throws(FiregateError) -> Bool {
+        try beginDataCall()
+        guard let upTo = queue.highestID else { return true }
+        nextWaiterID += 1
+        let waiterID = nextWaiterID
+        Task {
+            try? await Task.sleep(for: .milliseconds(timeoutMs))
+            await self.expireWaiter(waiterID)
+        }
+        return await withCheckedContinuation { continuation in
+            pendingWriteWaiters.append((waiterID, upTo, continuation))
+        }
+    }
+
+    func expireWaiter(_ waiterID: Int) {
+        guard let i = pendingWriteWaiters.firstIndex(where: { $0.id == waiterID }) else { return }
+        pendingWriteWaiters.remove(at: i).continuation.resume(returning: false)
+    }
+
+    /// `gates:releaseWrite {"count":n}`: commit and acknowledge the oldest `n` queued batches.
+    public func releaseWrites(count: Int) async throws(FiregateError) -> [(Int64, WriteState)] {
+        guard network.online else {
+            throw .failedPrecondition("The client is offline: enable its network before releasing writes.")
+        }
+        var released: [(Int64, WriteState)] = []
+        for _ in 0..<max(count, 0) {
+            guard let batch = queue.first else { break }
+            await send(batch)
+            released.append((batch.id, writeStates[batch.id] ?? .pending))
+        }
+        return released
+    }
+
+    /// `gates:releaseWrite {"fail":status}`: the oldest batch fails with `status`; a permanent
+    /// status rejects it, a transient one leaves it queued for retry.
+    public func failWrite(_ status: Status) throws(FiregateError) -> (Int64, WriteState)? {
+        guard let batch = queue.first else { return nil }
+        if status.isPermanentWriteError {
+            reject(batch, FiregateError(status, "The write was rejected by the test harness (\(status.rawValue))."))
+        }
+        return (batch.id, writeStates[batch.id] ?? .pending)
+    }
+}

@@ -1,0 +1,198 @@
+import FiregateBackend
+import FiregateModel
+import FiregateStore
+import Foundation
+
+/// One emulated SDK instance: local cache, mutation queue, listeners, network switch and test
+/// gates, with its connection to the backend (watch for listeners, a write pipeline for the
+/// queue). An actor: everything a client does happens in order, isolated from other clients.
+public actor EdgeClient {
+    public let id: String
+    let backend: Backend
+    let storage: EdgeCacheStorage?
+    public internal(set) var settings: ClientSettings
+    var network = NetworkConditions()
+    var gates = Gates()
+    var terminated = false
+    /// Set by the first data call; settings can no longer change afterwards (the SDK's rule).
+    var started = false
+
+    var remote = RemoteDocumentCache()
+    var queue = MutationQueue()
+    var writeStates: [Int64: WriteState] = [:]
+    /// Queries whose server result the cache holds (the SDK's hasCachedResults).
+    var syncedQueries: Set<String> = []
+
+    var listeners: [Int: ListenerEntry] = [:]
+    var nextListenerID = 1
+    /// Client-wide event counter: the `id:` of SSE events.
+    var eventCounter: Int64 = 0
+
+    var watch: WatchConnection?
+    /// Listeners whose server result changed while the watch gate was held.
+    var heldTargets: Set<Int> = []
+    var sendingWrites = false
+    var retryDelay: Double = 0
+    var pendingWriteWaiters: [(id: Int, upTo: Int64, continuation: CheckedContinuation<Bool, Never>)] = []
+    var nextWaiterID = 0
+    var ackWaiters: [Int64: [CheckedContinuation<WriteState, Never>]] = [:]
+
+    init(id: String, backend: Backend, settings: ClientSettings, storage: EdgeCacheStorage?) {
+        self.id = id
+        self.backend = backend
+        self.settings = settings
+        self.storage = storage
+    }
+
+    var database: DocumentDatabase { backend.documents.database(settings.databaseID) }
+    var onlineState: OnlineState { network.online ? .online : .offline }
+
+    /// The client's clock: the server clock plus the configured offset.
+    public func now() -> Timestamp {
+        Timestamp(microseconds: backend.clock.nowMicros() + settings.clockOffsetMs * 1000)
+    }
+
+    func localView() -> LocalViewBuilder {
+        LocalViewBuilder(database: settings.databaseID, remote: remote, queue: queue)
+    }
+
+    /// Fails data calls on a terminated client, and marks the client started.
+    func beginDataCall() throws(FiregateError) {
+        if terminated { throw .failedPrecondition("The client has already been terminated.") }
+        started = true
+    }
+
+    /// Loads the persisted cache and queue of a persistent client.
+    func restore(_ snapshot: EdgeCacheStorage.Snapshot) {
+        for (path, found, committed, fields, created, updated) in snapshot.documents {
+            if found {
+                remote.set(path, .found(Document(path: path, fields: fields, createTime: created, updateTime: updated), committed: committed))
+            } else {
+                remote.set(path, .missing(version: updated))
+            }
+        }
+        var batches: [MutationBatch] = []
+        for (batchID, time, json) in snapshot.mutations {
+            guard let items = json.arrayValue else { continue }
+            let writes = items.compactMap { try? Write(json: $0, database: settings.databaseID) }
+            batches.append(MutationBatch(id: batchID, localWriteTime: time, writes: writes))
+            writeStates[batchID] = .pending
+        }
+        queue.restore(batches)
+        syncedQueries = Set(snapshot.syncedQueries)
+    }
+
+    // MARK: Control
+
+    /// PUT /clients/{id}: applies settings, refused once the client has started.
+    public func configure(_ json: JSON) throws(FiregateError) {
+        let updated = try ClientSettings.parse(json, over: settings)
+        guard updated != settings else { return }
+        if started && !terminated {
+            throw .failedPrecondition("Firestore has already been started and its settings can no longer be changed. You can only modify settings before calling any other methods on a Firestore object.")
+        }
+        settings = updated
+        persistSettings()
+    }
+
+    func persistSettings() {
+        if settings.persistence == .persistent { storage?.saveSettings(settings.json) }
+    }
+
+    public func state() -> JSON {
+        [
+            "id": .string(id),
+            "settings": settings.json,
+            "network": network.json,
+            "gates": gates.json,
+            "terminated": .bool(terminated),
+            "pendingWrites": .int(Int64(queue.count)),
+            "cache": ["bytes": .int(Int64(remote.byteSize)), "documents": .int(Int64(remote.count))],
+            "listeners": .int(Int64(listeners.count)),
+            "lastEventId": .int(eventCounter),
+        ]
+    }
+
+    public func disableNetwork() {
+        guard network.online else { return }
+        network.online = false
+        goOffline()
+    }
+
+    public func enableNetwork() {
+        guard !network.online else { return }
+        network.online = true
+        goOnline()
+    }
+
+    public func setNetwork(_ json: JSON) throws(FiregateError) {
+        var conditions = network
+        try conditions.update(json)
+        let wasOnline = network.online
+        network = conditions
+        if wasOnline && !conditions.online { goOffline() }
+        if !wasOnline && conditions.online { goOnline() }
+    }
+
+    public func networkJSON() -> JSON { network.json }
+
+    public func setGates(_ json: JSON) throws(FiregateError) {
+        guard case .object = json else { throw .invalidArgument("Gates must be a JSON object.") }
+        if let hold = json["holdWatch"], hold != .null {
+            guard let b = hold.boolValue else { throw .invalidArgument("holdWatch must be a boolean.") }
+            gates.holdWatch = b
+        }
+        if let hold = json["holdWrites"], hold != .null {
+            guard let b = hold.boolValue else { throw .invalidArgument("holdWrites must be a boolean.") }
+            gates.holdWrites = b
+        }
+        if !gates.holdWatch { releaseWatch() }
+        if !gates.holdWrites { pumpWrites() }
+    }
+
+    public func gatesJSON() -> JSON { gates.json }
+
+    /// App restart: listeners end; a memory cache and its queued writes are lost.
+    public func restart() -> Int {
+        endListeners(with: nil)
+        stopWatch()
+        var lost = 0
+        if settings.persistence == .memory {
+            lost = queue.count
+            for batch in queue.batches { finish(batch.id, .rejected(FiregateError(.cancelled, "The write was lost when the app restarted without persistence."))) }
+            queue.removeAll()
+            remote.removeAll()
+            syncedQueries.removeAll()
+        }
+        terminated = false
+        started = false
+        sendingWrites = false
+        pumpWrites()
+        return lost
+    }
+
+    public func terminate() {
+        endListeners(with: nil)
+        stopWatch()
+        terminated = true
+    }
+
+    public func clearPersistence() throws(FiregateError) {
+        guard terminated else {
+            throw .failedPrecondition("Persistence can only be cleared before a Firestore instance is initialized or after it is terminated.")
+        }
+        for batch in queue.batches { finish(batch.id, .rejected(FiregateError(.cancelled, "The write was cleared with the persistence."))) }
+        queue.removeAll()
+        remote.removeAll()
+        syncedQueries.removeAll()
+        storage?.clear(includingSettings: false)
+    }
+
+    /// DELETE /clients/{id}: the client is gone; so is what it persisted.
+    func shutdown() {
+        endListeners(with: nil)
+        stopWatch()
+        terminated = true
+        storage?.clear(includingSettings: true)
+    }
+}

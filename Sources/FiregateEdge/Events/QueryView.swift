@@ -1,0 +1,117 @@
+import FiregateModel
+
+/// The view of one listener's query: the documents last shown and which of them count as
+/// pending, turning each new local result into a snapshot by the SDK's rules (core/view.ts):
+/// data changes are `modified`, a flip of only the pending flag is `metadata`, an acknowledged
+/// write awaiting the watch keeps showing the local version, and the view is `fromCache`
+/// until its target is current.
+public struct QueryView: Sendable {
+    public let query: Query
+    public let database: DatabaseID
+    public private(set) var documents: [LocalDocument] = []
+    public private(set) var mutatedPaths: Set<ResourcePath> = []
+    /// Whether the view was last synced with its target; nil before the first update, so the
+    /// first update always yields a snapshot (as the SDK's view starts with no sync state).
+    public private(set) var current: Bool?
+
+    public init(query: Query, database: DatabaseID) {
+        self.query = query
+        self.database = database
+    }
+
+    /// Applies a new local query result and the target's sync state; nil when nothing changed.
+    public mutating func update(result: [LocalDocument], current newCurrent: Bool, hasCachedResults: Bool) -> ViewSnapshot? {
+        var old: [ResourcePath: LocalDocument] = [:]
+        for doc in documents { old[doc.path] = doc }
+        var incoming: [ResourcePath: LocalDocument] = [:]
+        for doc in result { incoming[doc.path] = doc }
+
+        var next = old
+        var nextMutated = mutatedPaths
+        var changes: [(ViewDocumentChange.Kind, LocalDocument, LocalDocument?)] = []
+        for path in Set(old.keys).union(incoming.keys) {
+            let oldDoc = old[path], newDoc = incoming[path]
+            let newPending = newDoc.map { $0.hasLocalMutations || (mutatedPaths.contains(path) && $0.hasCommittedMutations) } ?? false
+            if let oldDoc, let newDoc {
+                let oldPending = mutatedPaths.contains(path)
+                if oldDoc.document.fields != newDoc.document.fields {
+                    // An acknowledged write whose watch confirmation is still outstanding keeps
+                    // the local version on screen (View.shouldWaitForSyncedDocument).
+                    if oldDoc.hasLocalMutations && newDoc.hasCommittedMutations && !newDoc.hasLocalMutations { continue }
+                    changes.append((.modified, newDoc, oldDoc))
+                } else if oldPending != newPending {
+                    changes.append((.metadata, newDoc, oldDoc))
+                } else {
+                    next[path] = newDoc
+                    continue
+                }
+                next[path] = newDoc
+                if newPending { nextMutated.insert(path) } else { nextMutated.remove(path) }
+            } else if let newDoc {
+                changes.append((.added, newDoc, nil))
+                next[path] = newDoc
+                if newPending { nextMutated.insert(path) } else { nextMutated.remove(path) }
+            } else if let oldDoc {
+                changes.append((.removed, oldDoc, oldDoc))
+                next[path] = nil
+                nextMutated.remove(path)
+            }
+        }
+        // Keep only what the query's window admits (held-back documents may shift it).
+        let ordered = query.run(over: next.values.map(\.document), database: database).documents
+        let kept = Set(ordered.map(\.path))
+        let nextDocuments = ordered.map { next[$0.path]! }
+        nextMutated = nextMutated.intersection(kept)
+        changes = changes.filter { kind, doc, _ in kind == .removed ? !kept.contains(doc.path) : kept.contains(doc.path) }
+        for path in old.keys where !kept.contains(path) && !changes.contains(where: { $0.1.path == path }) {
+            changes.append((.removed, old[path]!, old[path]))
+        }
+
+        let syncStateChanged = current != newCurrent
+        guard !changes.isEmpty || syncStateChanged else {
+            documents = nextDocuments
+            mutatedPaths = nextMutated
+            return nil
+        }
+        let viewChanges = indexChanges(changes, from: documents)
+        documents = nextDocuments
+        mutatedPaths = nextMutated
+        current = newCurrent
+        return ViewSnapshot(documents: documents, changes: viewChanges, mutatedPaths: mutatedPaths, fromCache: !newCurrent,
+                            syncStateChanged: syncStateChanged, hasCachedResults: hasCachedResults)
+    }
+
+    /// Orders changes (removed, added, then modified/metadata, each in query order) and gives
+    /// each its indexes against a running copy of the old result, as `docChanges()` does.
+    func indexChanges(_ changes: [(ViewDocumentChange.Kind, LocalDocument, LocalDocument?)], from oldDocuments: [LocalDocument]) -> [ViewDocumentChange] {
+        func rank(_ kind: ViewDocumentChange.Kind) -> Int {
+            switch kind {
+            case .removed: 0
+            case .added: 1
+            case .modified, .metadata: 2
+            }
+        }
+        let sorted = changes.sorted { a, b in
+            if rank(a.0) != rank(b.0) { return rank(a.0) < rank(b.0) }
+            return query.compare(a.1.document, b.1.document, database: database) < 0
+        }
+        var tracker = oldDocuments.map(\.document)
+        return sorted.map { kind, doc, _ in
+            var oldIndex = -1, newIndex = -1
+            if kind != .added, let i = tracker.firstIndex(where: { $0.path == doc.path }) {
+                oldIndex = i
+                tracker.remove(at: i)
+            }
+            if kind != .removed {
+                let i = tracker.partitionIndex { query.compare($0, doc.document, database: database) < 0 }
+                tracker.insert(doc.document, at: i)
+                newIndex = i
+            }
+            return ViewDocumentChange(kind: kind, document: doc, oldIndex: oldIndex, newIndex: newIndex)
+        }
+    }
+}
+
+extension LocalDocument {
+    var path: ResourcePath { document.path }
+}

@@ -1,0 +1,63 @@
+import FiregateBackend
+import FiregateModel
+
+/// One user write call (set, update, delete or a batch): the unit the SDK queues, sends and
+/// acknowledges as a whole.
+public struct MutationBatch: Sendable, Equatable {
+    public let id: Int64
+    public let localWriteTime: Timestamp
+    public let writes: [Write]
+
+    public var paths: Set<ResourcePath> { Set(writes.map(\.path)) }
+}
+
+/// A queued write's fate, for `pendingWrites/{id}` and `?waitFor=ack`.
+public enum WriteState: Sendable, Equatable {
+    case pending
+    case acknowledged(CommitResult)
+    case rejected(FiregateError)
+
+    public var name: String {
+        switch self {
+        case .pending: "pending"
+        case .acknowledged: "acknowledged"
+        case .rejected: "rejected"
+        }
+    }
+}
+
+/// The mutation queue: batches in id order, oldest first.
+public struct MutationQueue: Sendable {
+    public private(set) var batches: [MutationBatch] = []
+    public private(set) var nextID: Int64 = 1
+
+    public init() {}
+
+    public mutating func restore(_ batches: [MutationBatch]) {
+        self.batches = batches.sorted { $0.id < $1.id }
+        nextID = (self.batches.last?.id ?? 0) + 1
+    }
+
+    public mutating func add(writes: [Write], localWriteTime: Timestamp) -> MutationBatch {
+        let batch = MutationBatch(id: nextID, localWriteTime: localWriteTime, writes: writes)
+        nextID += 1
+        batches.append(batch)
+        return batch
+    }
+
+    @discardableResult
+    public mutating func remove(_ id: Int64) -> MutationBatch? {
+        guard let i = batches.firstIndex(where: { $0.id == id }) else { return nil }
+        return batches.remove(at: i)
+    }
+
+    public var first: MutationBatch? { batches.first }
+    public var isEmpty: Bool { batches.isEmpty }
+    public var count: Int { batches.count }
+    public var highestID: Int64? { batches.last?.id }
+
+    /// Paths with a pending local mutation.
+    public var mutatedPaths: Set<ResourcePath> { batches.reduce(into: Set()) { $0.formUnion($1.paths) } }
+
+    public mutating func removeAll() { batches.removeAll() }
+}

@@ -1,0 +1,66 @@
+import FiregateModel
+
+/// What the client last heard from the server about one document.
+public enum RemoteDocument: Sendable, Equatable {
+    /// The document as the server has it. `committed` marks a version the client derived from
+    /// its own acknowledged write that the watch has not confirmed yet (hasCommittedMutations).
+    case found(Document, committed: Bool)
+    /// Known not to exist (at `version`).
+    case missing(version: Timestamp)
+
+    public var document: Document? {
+        if case .found(let doc, _) = self { return doc }
+        return nil
+    }
+
+    /// The server version: the update time, or the time the absence was observed.
+    public var version: Timestamp {
+        switch self {
+        case .found(let doc, _): doc.updateTime
+        case .missing(let version): version
+        }
+    }
+}
+
+/// The remote document cache: the server's documents as last seen, with known-missing ones,
+/// indexed by collection so local queries do not scan the whole cache.
+public struct RemoteDocumentCache: Sendable {
+    public private(set) var entries: [ResourcePath: RemoteDocument] = [:]
+    private var byCollection: [ResourcePath: Set<ResourcePath>] = [:]
+
+    public init() {}
+
+    public subscript(path: ResourcePath) -> RemoteDocument? { entries[path] }
+
+    public mutating func set(_ path: ResourcePath, _ entry: RemoteDocument?) {
+        if let entry {
+            if entries.updateValue(entry, forKey: path) == nil { byCollection[path.parent, default: []].insert(path) }
+        } else if entries.removeValue(forKey: path) != nil {
+            byCollection[path.parent]?.remove(path)
+            if byCollection[path.parent]?.isEmpty == true { byCollection[path.parent] = nil }
+        }
+    }
+
+    /// Paths cached in collections a query can read.
+    public func paths(for query: Query) -> [ResourcePath] {
+        if !query.allDescendants { return Array(byCollection[query.collectionPath] ?? []) }
+        return byCollection.filter { query.containsPath($0.key.appending("x")) }.flatMap(\.value)
+    }
+
+    public var count: Int { entries.count }
+
+    /// Approximate bytes held (document storage sizes).
+    public var byteSize: Int {
+        entries.reduce(0) { total, item in
+            switch item.value {
+            case .found(let doc, _): total + DocumentLimits.documentSize(path: doc.path, fields: doc.fields)
+            case .missing: total + DocumentLimits.nameSize(item.key) + 8
+            }
+        }
+    }
+
+    public mutating func removeAll() {
+        entries.removeAll()
+        byCollection.removeAll()
+    }
+}

@@ -1,0 +1,23 @@
+import FiregateBackend
+
+/// The client's watch stream: a subscription to its database's change feed, consumed by a
+/// task that hands each event to the client actor in order.
+struct WatchConnection {
+    let subscription: FeedSubscription
+    let task: Task<Void, Never>
+
+    static func open(on database: DocumentDatabase, for client: EdgeClient) -> WatchConnection {
+        let subscription = database.feed.subscribe(bufferLimit: 4096)
+        let task = Task {
+            for await event in subscription {
+                await client.onWatchEvent(event)
+            }
+        }
+        return WatchConnection(subscription: subscription, task: task)
+    }
+
+    func close() {
+        subscription.cancel()
+        task.cancel()
+    }
+}

@@ -1,0 +1,195 @@
+import FiregateBackend
+import FiregateEdge
+import FiregateModel
+import Hummingbird
+import HTTPTypes
+
+/// The documents API through one edge client: the backend's URLs and bodies under
+/// `/clients/{id}`, answered from the client's local view with the metadata headers.
+struct ClientDataRoutes {
+    let client: EdgeClient
+    let documents: DocumentRoutes
+
+    static let fromCacheHeader = HTTPField.Name("Firegate-From-Cache")!
+    static let pendingHeader = HTTPField.Name("Firegate-Has-Pending-Writes")!
+    static let writeIDHeader = HTTPField.Name("Firegate-Write-Id")!
+    static let writeStateHeader = HTTPField.Name("Firegate-Write-State")!
+
+    func respond(_ request: Request, prefixLength: Int) async throws(FiregateError) -> Response {
+        let target = try DocumentRequestPath.parse(request.uri.path, prefixLength: prefixLength)
+        let settings = await client.settings
+        guard target.database == settings.databaseID else {
+            throw .invalidArgument("This client is configured for \(settings.databaseID.name), not \(target.database.name).")
+        }
+        let params = QueryParameters(request)
+        let method = DocumentRoutes.effectiveMethod(request)
+        switch (method, target.verb) {
+        case (.get, nil) where target.path.isDocument:
+            return try await getDocument(target, params)
+        case (.get, nil) where target.path.isCollection:
+            let query = Query(parent: target.path.parent, collectionID: target.path.lastSegment,
+                              orderBy: try DocumentRoutes.parseOrderBy(params.first("orderBy") ?? ""),
+                              limit: try params.int("pageSize").flatMap { $0 == 0 ? nil : $0 })
+            let read = try await client.runQuery(query, source: try source(params))
+            var docs: [JSON] = []
+            for doc in read.value { docs.append(try render(doc, target.database, params)) }
+            return respond(documents: docs.isEmpty ? [:] : ["documents": .array(docs)], read)
+        case (.post, "runQuery") where !target.path.isCollection:
+            let body = try await request.jsonBody() ?? [:]
+            guard let structured = body.member("structuredQuery"), structured != .null else { throw .invalidArgument("runQuery needs a structuredQuery.") }
+            if body.member("transaction") != nil || body.member("newTransaction") != nil {
+                return try await passThrough(target, request, operation: "run a transactional query")
+            }
+            var query = try Query(structuredQuery: structured, parent: target.path, database: target.database)
+            query.limitToLast = try params.bool("limitToLast") ?? false
+            let read = try await client.runQuery(query, source: try source(params))
+            let readTime = JSON.string(await client.now().rfc3339)
+            var items: [JSON] = []
+            for doc in read.value { items.append(["document": try render(doc, target.database, params, mask: query.projection), "readTime": readTime]) }
+            if items.isEmpty { items = [["readTime": readTime]] }
+            return respond(documents: .array(items), read)
+        case (.get, "listen"), (.post, "listen"):
+            return try await ClientListenRoute(client: client).open(target, request, params)
+        case (.post, nil) where target.path.isCollection:
+            return try await create(target, request, params)
+        case (.patch, nil) where target.path.isDocument:
+            return try await patch(target, request, params)
+        case (.delete, nil) where target.path.isDocument:
+            var precondition = Precondition()
+            precondition.exists = try params.bool("currentDocument.exists")
+            precondition.updateTime = try params.timestamp("currentDocument.updateTime")
+            return try await write([Write(path: target.path, operation: .delete, precondition: precondition)], params) { _ in [:] }
+        case (.post, "commit") where target.path.isEmpty:
+            let body = try await request.jsonBody() ?? [:]
+            if let tx = body.member("transaction"), tx != .null {
+                return try await passThrough(target, request, operation: "commit the transaction", body: body)
+            }
+            let writes = try documents.parseWrites(body, documents.backend.documents.database(target.database))
+            return try await write(writes, params) { state in
+                if case .acknowledged(let result)? = state {
+                    return ["writeResults": .array(result.writeResults.map(\.json)), "commitTime": .string(result.commitTime.rfc3339)]
+                }
+                return ["writeResults": .array(writes.map { _ in [:] })]
+            }
+        case (.post, "beginTransaction"), (.post, "rollback"), (.post, "batchGet"), (.post, "runAggregationQuery"), (.post, "listCollectionIds"):
+            return try await passThrough(target, request, operation: target.verb ?? "read")
+        default:
+            throw .notFound("No route for \(request.method) \(request.uri.path)")
+        }
+    }
+
+    func source(_ params: QueryParameters) throws(FiregateError) -> ReadSource {
+        guard let text = params.first("source") else { return .default }
+        guard let source = ReadSource(rawValue: text.lowercased()) else {
+            throw .invalidArgument("source must be default, server or cache.")
+        }
+        return source
+    }
+
+    func serverTimestamps(_ params: QueryParameters) throws(FiregateError) -> ServerTimestampBehavior {
+        guard let text = params.first("serverTimestamps") else { return .none }
+        guard let behavior = ServerTimestampBehavior(rawValue: text.lowercased()) else {
+            throw .invalidArgument("serverTimestamps must be estimate, previous or none.")
+        }
+        return behavior
+    }
+
+    func render(_ doc: LocalDocument, _ database: DatabaseID, _ params: QueryParameters, mask: [FieldPath]? = nil) throws(FiregateError) -> JSON {
+        var document = doc.document
+        document.fields = try serverTimestamps(params).resolve(document.fields)
+        let shown = try params.mask()
+        return document.json(database: database, mask: mask ?? shown)
+    }
+
+    func respond<T>(documents body: JSON, _ read: EdgeRead<T>, status: HTTPResponse.Status = .ok) -> Response {
+        JSONResponse.make(body, status: status, headers: [
+            ClientDataRoutes.fromCacheHeader: read.fromCache ? "true" : "false",
+            ClientDataRoutes.pendingHeader: read.hasPendingWrites ? "true" : "false",
+        ])
+    }
+
+    func getDocument(_ target: DocumentRequestPath, _ params: QueryParameters) async throws(FiregateError) -> Response {
+        _ = try serverTimestamps(params)
+        let read = try await client.getDocument(target.path, source: try source(params))
+        guard let doc = read.value else {
+            let error = FiregateError.notFound("Document \"\(target.database.resourceName(target.path))\" not found.")
+            return JSONResponse.make(JSON.errorBody(error), status: .notFound, headers: [
+                ClientDataRoutes.fromCacheHeader: read.fromCache ? "true" : "false",
+                ClientDataRoutes.pendingHeader: read.hasPendingWrites ? "true" : "false",
+            ])
+        }
+        var document = doc.document
+        document.fields = try serverTimestamps(params).resolve(document.fields)
+        return respond(documents: document.json(database: target.database, mask: try params.mask()), read)
+    }
+
+    func create(_ target: DocumentRequestPath, _ request: Request, _ params: QueryParameters) async throws(FiregateError) -> Response {
+        let body = try await request.jsonBody() ?? [:]
+        let id = params.first("documentId").flatMap { $0.isEmpty ? nil : $0 } ?? AutoID.make()
+        try ResourcePath.validateID(id)
+        let fields = try Value.parseFields(body.member("fields"))
+        try Write.validateFieldNames(fields)
+        let path = target.path.appending(id)
+        return try await documentWrite(Write(path: path, operation: .update(fields: fields, mask: nil), precondition: Precondition(exists: false)), target, params)
+    }
+
+    func patch(_ target: DocumentRequestPath, _ request: Request, _ params: QueryParameters) async throws(FiregateError) -> Response {
+        let body = try await request.jsonBody() ?? [:]
+        let fields = try Value.parseFields(body.member("fields"))
+        try Write.validateFieldNames(fields)
+        let maskPaths = params.all("updateMask.fieldPaths")
+        let mask = maskPaths.isEmpty ? nil : try maskPaths.map { text throws(FiregateError) in try FieldPath.parseWritable(text) }
+        var precondition = Precondition()
+        precondition.exists = try params.bool("currentDocument.exists")
+        precondition.updateTime = try params.timestamp("currentDocument.updateTime")
+        return try await documentWrite(Write(path: target.path, operation: .update(fields: fields, mask: mask), precondition: precondition), target, params)
+    }
+
+    /// A single-document write answering with the document: the local version at once, or
+    /// the server's after `waitFor=ack`.
+    func documentWrite(_ write: Write, _ target: DocumentRequestPath, _ params: QueryParameters) async throws(FiregateError) -> Response {
+        let behavior = try serverTimestamps(params)
+        let mask = try params.mask()
+        let database = documents.backend.documents.database(target.database)
+        let local = await client.localDocument(write.path)
+        return try await self.write([write], params) { state in
+            if case .acknowledged? = state, let doc = (try? database.get(write.path).value) ?? nil {
+                return doc.json(database: target.database, mask: mask)
+            }
+            guard let local else { return [:] }
+            var doc = local.document
+            doc.fields = behavior.resolve(doc.fields)
+            return doc.json(database: target.database, mask: mask)
+        }
+    }
+
+    /// Queues writes as one batch; answers at once, or with `waitFor=ack` once settled.
+    func write(_ writes: [Write], _ params: QueryParameters, body: (WriteState?) async -> JSON) async throws(FiregateError) -> Response {
+        let batch = try await client.write(writes)
+        var state = WriteState.pending
+        if params.first("waitFor") == "ack" {
+            state = await client.waitForAck(batch.id)
+            if case .rejected(let error) = state { throw error }
+        }
+        let pending = state == .pending
+        return JSONResponse.make(await body(pending ? nil : state), headers: [
+            ClientDataRoutes.writeIDHeader: String(batch.id),
+            ClientDataRoutes.writeStateHeader: state.name,
+            ClientDataRoutes.fromCacheHeader: pending ? "true" : "false",
+            ClientDataRoutes.pendingHeader: pending ? "true" : "false",
+        ])
+    }
+
+    /// Transactions and other server-only calls go straight to the backend, online only.
+    func passThrough(_ target: DocumentRequestPath, _ request: Request, operation: String, body: JSON? = nil) async throws(FiregateError) -> Response {
+        try await client.requireNetwork(for: operation)
+        var forwarded = request
+        if let body {
+            forwarded.body = .init(buffer: .init(bytes: JSONWriter.bytes(body)))
+        }
+        var response = try await documents.dispatch(target, forwarded)
+        response.headers[ClientDataRoutes.fromCacheHeader] = "false"
+        response.headers[ClientDataRoutes.pendingHeader] = "false"
+        return response
+    }
+}

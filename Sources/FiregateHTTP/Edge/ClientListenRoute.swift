@@ -1,0 +1,79 @@
+import FiregateBackend
+import FiregateEdge
+import FiregateModel
+import Hummingbird
+
+/// `:listen` through an edge client: SDK-level snapshots with metadata over SSE.
+struct ClientListenRoute {
+    let client: EdgeClient
+    static let keepAliveInterval: Duration = .seconds(15)
+
+    func open(_ target: DocumentRequestPath, _ request: Request, _ params: QueryParameters) async throws(FiregateError) -> Response {
+        var queryJSON: JSON?
+        if let text = params.first("query") {
+            let parsed: JSON
+            do { parsed = try JSONParser.parse(text) } catch { throw .invalidArgument("Invalid query parameter: \(error.description)") }
+            queryJSON = parsed.member("structuredQuery") ?? parsed
+        }
+        if request.method == .post, let body = try await request.jsonBody() {
+            queryJSON = body.member("structuredQuery") ?? queryJSON
+        }
+        var options = ListenerOptions()
+        options.includeMetadataChanges = try params.bool("includeMetadataChanges") ?? false
+        switch params.first("source")?.lowercased() {
+        case nil, "default": options.cacheOnly = false
+        case "cache": options.cacheOnly = true
+        default: throw .invalidArgument("A listener's source must be default or cache.")
+        }
+        if let text = params.first("serverTimestamps") {
+            guard let behavior = ServerTimestampBehavior(rawValue: text.lowercased()) else {
+                throw .invalidArgument("serverTimestamps must be estimate, previous or none.")
+            }
+            options.serverTimestamps = behavior
+        }
+        let query: Query
+        if let queryJSON {
+            guard !target.path.isCollection else { throw .invalidArgument("A query listen names the root or a parent document, not a collection.") }
+            var parsed = try Query(structuredQuery: queryJSON, parent: target.path, database: target.database)
+            parsed.limitToLast = try params.bool("limitToLast") ?? false
+            query = parsed
+        } else {
+            guard target.path.isDocument else {
+                throw .invalidArgument("listen needs a document path, or a query (?query=<structuredQuery JSON> or a body).")
+            }
+            options.document = target.path
+            query = Query(parent: target.path.parent.parent, collectionID: target.path.parent.lastSegment,
+                          filter: .field(.documentID, .equal, .reference(target.database.resourceName(target.path))))
+        }
+        let (events, continuation) = try await client.listen(query, options: options)
+        let keepAlive = Task {
+            while !Task.isCancelled {
+                try? await Task.sleep(for: ClientListenRoute.keepAliveInterval)
+                continuation.yield(.keepAlive)
+            }
+        }
+        return Response(status: .ok, headers: ServerSentEvents.headers, body: ResponseBody { writer in
+            defer {
+                keepAlive.cancel()
+                continuation.finish()
+            }
+            do {
+                for await event in events {
+                    switch event {
+                    case .snapshot(let id, let body):
+                        try await writer.write(ServerSentEvents.frame(event: "snapshot", id: String(id), data: body))
+                    case .sync(let token):
+                        try await writer.write(ServerSentEvents.frame(event: "sync", json: ["token": .string(token)]))
+                    case .keepAlive:
+                        try await writer.write(ServerSentEvents.keepAlive)
+                    case .error(let error):
+                        try await writer.write(ServerSentEvents.frame(event: "error", json: JSON.errorBody(error)))
+                    }
+                }
+                try await writer.finish(nil)
+            } catch {
+                // The client went away.
+            }
+        })
+    }
+}

@@ -1,0 +1,181 @@
+import FiregateBackend
+import FiregateEdge
+import FiregateModel
+import Hummingbird
+
+/// The edge-client surface: `/clients…` — control (settings, network, gates, lifecycle) and
+/// data through a client (`/clients/{id}/v1/…`).
+struct ClientRoutes: Sendable {
+    let clients: EdgeClients
+    let documents: DocumentRoutes
+
+    func respond(to request: Request, context: BasicRequestContext) async -> Response {
+        do {
+            return try await dispatch(request)
+        } catch {
+            return ErrorResponse.firestore(error)
+        }
+    }
+
+    func dispatch(_ request: Request) async throws(FiregateError) -> Response {
+        let raw = request.uri.path
+        let rest = raw.dropFirst("/clients".count)
+        if rest.isEmpty || rest == "/" {
+            guard request.method == .get else { throw .notFound("No route for \(request.method) \(raw)") }
+            var states: [JSON] = []
+            for client in clients.all { states.append(await client.state()) }
+            return JSONResponse.make(["clients": .array(states)])
+        }
+        // /clients/{id}[:verb][/sub…]
+        let afterSlash = rest.dropFirst()
+        let idPart = afterSlash.prefix { $0 != "/" }
+        let subpath = String(afterSlash.dropFirst(idPart.count))
+        var rawID = String(idPart)
+        var verb: String?
+        if let colon = rawID.lastIndex(of: ":"), subpath.isEmpty {
+            verb = String(rawID[rawID.index(after: colon)...])
+            rawID = String(rawID[..<colon])
+        }
+        let id = PercentDecoding.decode(rawID)
+        guard !id.isEmpty, id.utf8.count <= 256 else { throw .invalidArgument("Invalid client id \"\(id)\".") }
+        let prefixLength = "/clients/".utf8.count + idPart.utf8.count
+        if subpath.hasPrefix("/v1/") {
+            return try await ClientDataRoutes(client: clients.client(id), documents: documents).respond(request, prefixLength: prefixLength)
+        }
+        if let verb {
+            return try await control(id, verb: verb, request)
+        }
+        if subpath.isEmpty {
+            return try await resource(id, request)
+        }
+        return try await subresource(id, subpath: subpath, request)
+    }
+
+    /// PUT/GET/DELETE /clients/{id}
+    func resource(_ id: String, _ request: Request) async throws(FiregateError) -> Response {
+        switch request.method {
+        case .put:
+            let client = clients.client(id)
+            try await client.configure(try await request.jsonBody() ?? [:])
+            return JSONResponse.make(await client.state())
+        case .get:
+            return JSONResponse.make(await clients.client(id).state())
+        case .delete:
+            _ = await clients.delete(id)
+            return JSONResponse.make([:])
+        default:
+            throw .notFound("No route for \(request.method) \(request.uri.path)")
+        }
+    }
+
+    /// POST /clients/{id}:verb
+    func control(_ id: String, verb: String, _ request: Request) async throws(FiregateError) -> Response {
+        guard request.method == .post else { throw .notFound("No route for \(request.method) \(request.uri.path)") }
+        let client = clients.client(id)
+        switch verb {
+        case "disableNetwork":
+            await client.disableNetwork()
+            return JSONResponse.make(await client.state())
+        case "enableNetwork":
+            await client.enableNetwork()
+            return JSONResponse.make(await client.state())
+        case "restart":
+            let lost = await client.restart()
+            return JSONResponse.make(["lostWrites": .int(Int64(lost))])
+        case "terminate":
+            await client.terminate()
+            return JSONResponse.make([:])
+        case "clearPersistence":
+            try await client.clearPersistence()
+            return JSONResponse.make([:])
+        case "waitForPendingWrites":
+            let timeout = try QueryParameters(request).int("timeoutMs") ?? 60_000
+            return try await waitForPendingWrites(client, timeoutMs: timeout)
+        case "collectGarbage":
+            throw FiregateError(.unimplemented, "LRU garbage collection is not available yet.")
+        default:
+            throw .notFound("Unknown client method \":\(verb)\".")
+        }
+    }
+
+    func waitForPendingWrites(_ client: EdgeClient, timeoutMs: Int) async throws(FiregateError) -> Response {
+        guard try await client.waitForPendingWrites(timeoutMs: timeoutMs) else {
+            throw FiregateError(.deadlineExceeded, "Pending writes were not all acknowledged within \(timeoutMs) ms.")
+        }
+        return JSONResponse.make([:])
+    }
+
+    /// /clients/{id}/network, /gates, /gates:verb, /pendingWrites[/{writeId}]
+    func subresource(_ id: String, subpath: String, _ request: Request) async throws(FiregateError) -> Response {
+        let client = clients.client(id)
+        switch (request.method, subpath) {
+        case (.put, "/network"):
+            try await client.setNetwork(try await request.jsonBody() ?? [:])
+            return JSONResponse.make(await client.networkJSON())
+        case (.get, "/network"):
+            return JSONResponse.make(await client.networkJSON())
+        case (.put, "/gates"):
+            try await client.setGates(try await request.jsonBody() ?? [:])
+            return JSONResponse.make(await client.gatesJSON())
+        case (.get, "/gates"):
+            return JSONResponse.make(await client.gatesJSON())
+        case (.post, "/gates:releaseWatch"):
+            await client.releaseWatch()
+            return JSONResponse.make(await client.gatesJSON())
+        case (.post, "/gates:releaseWrite"):
+            return try await releaseWrite(client, request)
+        case (.post, "/gates:sync"):
+            let body = try await request.jsonBody() ?? [:]
+            let token = body["token"]?.stringValue ?? ""
+            await client.sync(token: token)
+            return JSONResponse.make(["token": .string(token)])
+        case (.get, "/pendingWrites"):
+            let batches = await client.pendingWrites
+            let database = await client.settings.databaseID
+            return JSONResponse.make(["writes": .array(batches.map { batch in
+                [
+                    "id": .string(String(batch.id)),
+                    "state": "pending",
+                    "localWriteTime": .string(batch.localWriteTime.rfc3339),
+                    "writes": .array(batch.writes.map { $0.json(database: database) }),
+                ]
+            })])
+        case (.get, _) where subpath.hasPrefix("/pendingWrites/"):
+            let writeID = String(subpath.dropFirst("/pendingWrites/".count))
+            guard let n = Int64(writeID), let state = await client.writeState(n) else {
+                throw .notFound("No write \"\(writeID)\" on client \(id).")
+            }
+            return JSONResponse.make(ClientRoutes.render(n, state))
+        default:
+            if subpath.hasSuffix(".json") || ["/onDisconnect", "/keepSynced", "/auth"].contains(subpath) || subpath.hasPrefix("/indexes") {
+                throw FiregateError(.unimplemented, "\(subpath) on edge clients is not available yet.")
+            }
+            throw .notFound("No route for \(request.method) \(request.uri.path)")
+        }
+    }
+
+    func releaseWrite(_ client: EdgeClient, _ request: Request) async throws(FiregateError) -> Response {
+        let body = try await request.jsonBody() ?? [:]
+        if let fail = body["fail"], fail != .null {
+            guard let name = fail.stringValue ?? fail.integerLike.map({ String($0) }), let status = Status(name: name), status != .ok else {
+                throw .invalidArgument("fail must be a status name such as \"PERMISSION_DENIED\".")
+            }
+            let result = try await client.failWrite(status)
+            return JSONResponse.make(["released": .array(result.map { [ClientRoutes.render($0.0, $0.1)] } ?? [])])
+        }
+        let count = body["count"]?.integerLike ?? 1
+        guard count >= 0 else { throw .invalidArgument("count must not be negative.") }
+        let released = try await client.releaseWrites(count: Int(count))
+        return JSONResponse.make(["released": .array(released.map { ClientRoutes.render($0.0, $0.1) })])
+    }
+
+    static func render(_ id: Int64, _ state: WriteState) -> JSON {
+        var json: JSON = ["id": .string(String(id)), "state": .string(state.name)]
+        switch state {
+        case .acknowledged(let result): json = json.withMember("commitTime", .string(result.commitTime.rfc3339))
+        case .rejected(let error): json = json.withMember("error", JSON.errorBody(error)["error"]!)
+        case .pending: break
+        }
+        return json
+    }
+}
