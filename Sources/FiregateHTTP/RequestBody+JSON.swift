@@ -28,6 +28,13 @@ extension Request {
         }
     }
 
+    /// The body as a JSON object; an empty body is `{}`, anything but an object is refused.
+    func jsonObjectBody() async throws(FiregateError) -> JSON {
+        guard let body = try await jsonBody() else { return [:] }
+        guard case .object = body else { throw .invalidArgument("Invalid JSON payload received. Expected an object.") }
+        return body
+    }
+
     /// Query parameters decoded, in order, repeats kept (`mask.fieldPaths=a&mask.fieldPaths=b`).
     var queryItems: [(name: String, value: String)] {
         guard let query = uri.query, !query.isEmpty else { return [] }

@@ -52,7 +52,7 @@ public final class DocumentDatabase: Sendable {
             let snapshot = try resolve(consistency, in: &state)
             let found = paths.map { ($0, state.document($0, at: snapshot.time)) }
             if let tx = snapshot.recordingTransaction {
-                for (path, doc) in found { state.transactions[tx]?.reads[path] = doc?.updateTime }
+                for (path, doc) in found { state.transactions[tx]?.reads.updateValue(doc?.updateTime, forKey: path) }
             }
             return ReadResult(value: found, readTime: snapshot.readTime, transaction: snapshot.newTransaction)
         }
@@ -64,7 +64,7 @@ public final class DocumentDatabase: Sendable {
             let snapshot = try resolve(consistency, in: &state)
             let (documents, skipped) = query.run(over: state.candidates(for: query, at: snapshot.time), database: id)
             if let tx = snapshot.recordingTransaction {
-                for doc in documents { state.transactions[tx]?.reads[doc.path] = doc.updateTime }
+                for doc in documents { state.transactions[tx]?.reads.updateValue(doc.updateTime, forKey: doc.path) }
             }
             return ReadResult(value: QueryResult(documents: documents, skipped: skipped), readTime: snapshot.readTime, transaction: snapshot.newTransaction)
         }

@@ -96,6 +96,9 @@ extension JSON {
 
 extension TransactionOptions {
     init(json: JSON) throws(FiregateError) {
+        let readOnlyGiven = json.member("readOnly").map { $0 != .null } ?? false
+        let readWriteGiven = json.member("readWrite").map { $0 != .null } ?? false
+        if readOnlyGiven && readWriteGiven { throw .invalidArgument("Transaction options can be readOnly or readWrite, not both.") }
         if let readOnly = json.member("readOnly"), readOnly != .null {
             var time: Timestamp?
             if let t = readOnly.member("readTime"), t != .null {

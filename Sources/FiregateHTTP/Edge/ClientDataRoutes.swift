@@ -35,7 +35,7 @@ struct ClientDataRoutes {
             for doc in read.value { docs.append(try render(doc, target.database, params)) }
             return respond(documents: docs.isEmpty ? [:] : ["documents": .array(docs)], read)
         case (.post, "runQuery") where !target.path.isCollection:
-            let body = try await request.jsonBody() ?? [:]
+            let body = try await request.jsonObjectBody()
             guard let structured = body.member("structuredQuery"), structured != .null else { throw .invalidArgument("runQuery needs a structuredQuery.") }
             if body.member("transaction") != nil || body.member("newTransaction") != nil {
                 return try await passThrough(target, request, operation: "run a transactional query")
@@ -60,15 +60,13 @@ struct ClientDataRoutes {
             precondition.updateTime = try params.timestamp("currentDocument.updateTime")
             return try await write([Write(path: target.path, operation: .delete, precondition: precondition)], params) { _ in [:] }
         case (.post, "commit") where target.path.isEmpty:
-            let body = try await request.jsonBody() ?? [:]
+            let body = try await request.jsonObjectBody()
             if let tx = body.member("transaction"), tx != .null {
                 return try await passThrough(target, request, operation: "commit the transaction", body: body)
             }
             let writes = try documents.parseWrites(body, documents.backend.documents.database(target.database))
             return try await write(writes, params) { state in
-                if case .acknowledged(let result)? = state {
-                    return ["writeResults": .array(result.writeResults.map(\.json)), "commitTime": .string(result.commitTime.rfc3339)]
-                }
+                if case .acknowledged(let result)? = state { return result.json }
                 return ["writeResults": .array(writes.map { _ in [:] })]
             }
         case (.post, "beginTransaction"), (.post, "rollback"), (.post, "batchGet"), (.post, "runAggregationQuery"), (.post, "listCollectionIds"):
@@ -124,7 +122,7 @@ struct ClientDataRoutes {
     }
 
     func create(_ target: DocumentRequestPath, _ request: Request, _ params: QueryParameters) async throws(FiregateError) -> Response {
-        let body = try await request.jsonBody() ?? [:]
+        let body = try await request.jsonObjectBody()
         let id = params.first("documentId").flatMap { $0.isEmpty ? nil : $0 } ?? AutoID.make()
         try ResourcePath.validateID(id)
         let fields = try Value.parseFields(body.member("fields"))
@@ -134,7 +132,7 @@ struct ClientDataRoutes {
     }
 
     func patch(_ target: DocumentRequestPath, _ request: Request, _ params: QueryParameters) async throws(FiregateError) -> Response {
-        let body = try await request.jsonBody() ?? [:]
+        let body = try await request.jsonObjectBody()
         let fields = try Value.parseFields(body.member("fields"))
         try Write.validateFieldNames(fields)
         let maskPaths = params.all("updateMask.fieldPaths")

@@ -56,7 +56,7 @@ struct ClientRoutes: Sendable {
         switch request.method {
         case .put:
             let client = clients.client(id)
-            try await client.configure(try await request.jsonBody() ?? [:])
+            try await client.configure(try await request.jsonObjectBody())
             return JSONResponse.make(await client.state())
         case .get:
             return JSONResponse.make(await clients.client(id).state())
@@ -110,12 +110,12 @@ struct ClientRoutes: Sendable {
         let client = clients.client(id)
         switch (request.method, subpath) {
         case (.put, "/network"):
-            try await client.setNetwork(try await request.jsonBody() ?? [:])
+            try await client.setNetwork(try await request.jsonObjectBody())
             return JSONResponse.make(await client.networkJSON())
         case (.get, "/network"):
             return JSONResponse.make(await client.networkJSON())
         case (.put, "/gates"):
-            try await client.setGates(try await request.jsonBody() ?? [:])
+            try await client.setGates(try await request.jsonObjectBody())
             return JSONResponse.make(await client.gatesJSON())
         case (.get, "/gates"):
             return JSONResponse.make(await client.gatesJSON())
@@ -125,7 +125,7 @@ struct ClientRoutes: Sendable {
         case (.post, "/gates:releaseWrite"):
             return try await releaseWrite(client, request)
         case (.post, "/gates:sync"):
-            let body = try await request.jsonBody() ?? [:]
+            let body = try await request.jsonObjectBody()
             let token = body["token"]?.stringValue ?? ""
             await client.sync(token: token)
             return JSONResponse.make(["token": .string(token)])
@@ -155,7 +155,7 @@ struct ClientRoutes: Sendable {
     }
 
     func releaseWrite(_ client: EdgeClient, _ request: Request) async throws(FiregateError) -> Response {
-        let body = try await request.jsonBody() ?? [:]
+        let body = try await request.jsonObjectBody()
         if let fail = body["fail"], fail != .null {
             guard let name = fail.stringValue ?? fail.integerLike.map({ String($0) }), let status = Status(name: name), status != .ok else {
                 throw .invalidArgument("fail must be a status name such as \"PERMISSION_DENIED\".")

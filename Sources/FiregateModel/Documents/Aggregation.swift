@@ -21,8 +21,13 @@ public struct Aggregation: Sendable, Equatable {
         }
         guard items.count <= 5 else { throw .invalidArgument("An aggregation query supports at most 5 aggregations.") }
         var result: [Aggregation] = []
-        for (i, item) in items.enumerated() {
-            let alias = item.member("alias")?.stringValue ?? "field_\(i + 1)"
+        var unaliased = 0
+        for item in items {
+            var alias = item.member("alias")?.stringValue ?? ""
+            if alias.isEmpty {
+                unaliased += 1
+                alias = "field_\(unaliased)"
+            }
             let kind: Kind
             if let count = item.member("count"), count != .null {
                 var upTo: Int64?

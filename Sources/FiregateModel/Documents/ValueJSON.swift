@@ -75,9 +75,7 @@ extension Value {
                 guard case .array(let items) = list else { throw .invalidArgument("Invalid arrayValue.values: expected a list.") }
                 values.reserveCapacity(items.count)
                 for item in items {
-                    let value = try Value(json: item, depth: depth + 1)
-                    if case .array = value { throw .invalidArgument("Cannot have an array directly inside an array.") }
-                    values.append(value)
+                    values.append(try Value(json: item, depth: depth + 1))
                 }
             }
             self = .array(values)

@@ -60,13 +60,27 @@ extension Write {
     }
 
     /// Field names of written data must not be empty or reserved (`__.*__`).
+    /// Also refuses arrays directly inside arrays, which documents cannot store (filter values may
+    /// hold them: `in [["a"], ["b"]]`).
     public static func validateFieldNames(_ fields: [String: Value]) throws(FiregateError) {
         for (name, value) in fields {
             if name.isEmpty { throw .invalidArgument("Field names must not be empty.") }
             if FieldPath.isReserved(name) {
                 throw .invalidArgument("Field name \"\(name)\" is reserved: names matching __.*__ cannot be written.")
             }
-            if case .map(let inner) = value { try validateFieldNames(inner) }
+            try validateStorable(value)
+        }
+    }
+
+    static func validateStorable(_ value: Value) throws(FiregateError) {
+        switch value {
+        case .map(let inner): try validateFieldNames(inner)
+        case .array(let items):
+            for item in items {
+                if case .array = item { throw .invalidArgument("Cannot have an array directly inside an array.") }
+                try validateStorable(item)
+            }
+        default: break
         }
     }
 }
