@@ -43,6 +43,7 @@ let package = Package(
             .product(name: "Logging", package: "swift-log"),
         ]),
         .testTarget(name: "FiregateModelTests", dependencies: ["FiregateModel"]),
+        .testTarget(name: "FiregateEdgeTests", dependencies: ["FiregateEdge", "FiregateBackend", "FiregateModel"]),
         .testTarget(name: "FiregateBackendTests", dependencies: ["FiregateBackend", "FiregateStore", "FiregateModel"]),
         .testTarget(name: "FiregateHTTPTests", dependencies: [
             "FiregateHTTP", "FiregateBackend",

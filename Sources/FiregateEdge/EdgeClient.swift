@@ -37,11 +37,14 @@ public actor EdgeClient {
     var nextWaiterID = 0
     var ackWaiters: [Int64: [CheckedContinuation<WriteState, Never>]] = [:]
 
-    init(id: String, backend: Backend, settings: ClientSettings, storage: EdgeCacheStorage?) {
+    init(id: String, backend: Backend, settings: ClientSettings, storage: EdgeCacheStorage?, restoring snapshot: EdgeCacheStorage.Snapshot?) {
         self.id = id
         self.backend = backend
         self.settings = settings
         self.storage = storage
+        if let snapshot {
+            (remote, queue, writeStates, syncedQueries) = EdgeClient.restored(snapshot, database: settings.databaseID)
+        }
     }
 
     var database: DocumentDatabase { backend.documents.database(settings.databaseID) }
@@ -62,8 +65,11 @@ public actor EdgeClient {
         started = true
     }
 
-    /// Loads the persisted cache and queue of a persistent client.
-    func restore(_ snapshot: EdgeCacheStorage.Snapshot) {
+    /// The cache, queue and synced queries a persistent client saved.
+    static func restored(_ snapshot: EdgeCacheStorage.Snapshot, database: DatabaseID)
+        -> (RemoteDocumentCache, MutationQueue, [Int64: WriteState], Set<String>)
+    {
+        var remote = RemoteDocumentCache()
         for (path, found, committed, fields, created, updated) in snapshot.documents {
             if found {
                 remote.set(path, .found(Document(path: path, fields: fields, createTime: created, updateTime: updated), committed: committed))
@@ -72,14 +78,16 @@ public actor EdgeClient {
             }
         }
         var batches: [MutationBatch] = []
+        var states: [Int64: WriteState] = [:]
         for (batchID, time, json) in snapshot.mutations {
             guard let items = json.arrayValue else { continue }
-            let writes = items.compactMap { try? Write(json: $0, database: settings.databaseID) }
+            let writes = items.compactMap { try? Write(json: $0, database: database) }
             batches.append(MutationBatch(id: batchID, localWriteTime: time, writes: writes))
-            writeStates[batchID] = .pending
+            states[batchID] = .pending
         }
+        var queue = MutationQueue()
         queue.restore(batches)
-        syncedQueries = Set(snapshot.syncedQueries)
+        return (remote, queue, states, Set(snapshot.syncedQueries))
     }
 
     // MARK: Control

@@ -23,9 +23,10 @@ public final class EdgeClients: Sendable {
             var settings = ClientSettings(project: backend.defaultProject)
             let snapshot = try? storage.load()
             if let snapshot, let saved = try? ClientSettings.parse(snapshot.settings, over: settings) { settings = saved }
-            let client = EdgeClient(id: id, backend: backend, settings: settings, storage: storage)
-            if let snapshot {
-                Task { await client.restore(snapshot) }
+            let client = EdgeClient(id: id, backend: backend, settings: settings, storage: storage, restoring: snapshot)
+            if snapshot != nil {
+                // Writes queued before the server restarted resume, as an app's do at start.
+                Task { await client.pumpWrites() }
             }
             clients[id] = client
             return client

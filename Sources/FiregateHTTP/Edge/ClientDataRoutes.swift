@@ -149,12 +149,11 @@ struct ClientDataRoutes {
         let behavior = try serverTimestamps(params)
         let mask = try params.mask()
         let database = documents.backend.documents.database(target.database)
-        let local = await client.localDocument(write.path)
         return try await self.write([write], params) { state in
             if case .acknowledged? = state, let doc = (try? database.get(write.path).value) ?? nil {
                 return doc.json(database: target.database, mask: mask)
             }
-            guard let local else { return [:] }
+            guard let local = await client.localDocument(write.path) else { return [:] }
             var doc = local.document
             doc.fields = behavior.resolve(doc.fields)
             return doc.json(database: target.database, mask: mask)

@@ -1,0 +1,89 @@
+import FiregateModel
+import XCTest
+
+@testable import FiregateEdge
+
+final class QueryViewTests: XCTestCase {
+    let database = DatabaseID(project: "p")
+    let t0 = Timestamp(seconds: 1000, nanos: 0)
+
+    func doc(_ id: String, _ n: Int64, local: Bool = false, committed: Bool = false) -> LocalDocument {
+        LocalDocument(document: Document(path: ResourcePath(["c", id]), fields: ["n": .integer(n)], createTime: t0, updateTime: t0),
+                      hasLocalMutations: local, hasCommittedMutations: committed)
+    }
+
+    var query: Query { Query(collectionID: "c", orderBy: [.init(field: FieldPath(["n"]))]) }
+
+    func testFirstUpdateAlwaysYieldsASnapshotEvenWhenEmpty() {
+        var view = QueryView(query: query, database: database)
+        let snapshot = view.update(result: [], current: false, hasCachedResults: false)
+        XCTAssertNotNil(snapshot)
+        XCTAssertEqual(snapshot?.fromCache, true)
+        XCTAssertEqual(snapshot?.syncStateChanged, true)
+        XCTAssertNil(view.update(result: [], current: false, hasCachedResults: false), "nothing changed the second time")
+    }
+
+    func testSyncStateFlipIsASnapshotWithoutChanges() {
+        var view = QueryView(query: query, database: database)
+        _ = view.update(result: [doc("a", 1)], current: false, hasCachedResults: false)
+        let snapshot = view.update(result: [doc("a", 1)], current: true, hasCachedResults: false)
+        XCTAssertEqual(snapshot?.changes, [])
+        XCTAssertEqual(snapshot?.fromCache, false)
+        XCTAssertEqual(snapshot?.syncStateChanged, true)
+    }
+
+    func testPendingFlagFlipIsAMetadataChange() {
+        var view = QueryView(query: query, database: database)
+        _ = view.update(result: [doc("a", 1, local: true)], current: true, hasCachedResults: false)
+        XCTAssertEqual(view.mutatedPaths, [ResourcePath(["c", "a"])])
+        let snapshot = view.update(result: [doc("a", 1)], current: true, hasCachedResults: false)
+        XCTAssertEqual(snapshot?.changes.map(\.kind), [.metadata])
+        XCTAssertEqual(snapshot?.hasPendingWrites, false)
+    }
+
+    func testAcknowledgedWriteWaitsForTheWatchBeforeShowingNewData() {
+        var view = QueryView(query: query, database: database)
+        _ = view.update(result: [doc("a", 1, local: true)], current: true, hasCachedResults: false)
+        // The committed version differs (say a server timestamp resolved) but watch has not confirmed it.
+        let held = view.update(result: [doc("a", 2, committed: true)], current: true, hasCachedResults: false)
+        XCTAssertNil(held, "the SDK suppresses this intermediate state")
+        XCTAssertEqual(view.documents.first?.document.fields["n"], .integer(1))
+        let synced = view.update(result: [doc("a", 2)], current: true, hasCachedResults: false)
+        XCTAssertEqual(synced?.changes.map(\.kind), [.modified])
+        XCTAssertEqual(synced?.hasPendingWrites, false)
+    }
+
+    func testCommittedDocumentStaysPendingForAViewThatSawTheLocalWrite() {
+        var view = QueryView(query: query, database: database)
+        _ = view.update(result: [doc("a", 1, local: true)], current: true, hasCachedResults: false)
+        let snapshot = view.update(result: [doc("a", 1, committed: true)], current: true, hasCachedResults: false)
+        XCTAssertNil(snapshot, "same data, still pending: nothing to raise")
+        XCTAssertTrue(view.mutatedPaths.contains(ResourcePath(["c", "a"])))
+        // A new view never saw the local write: the committed document is not pending there.
+        var fresh = QueryView(query: query, database: database)
+        let first = fresh.update(result: [doc("a", 1, committed: true)], current: true, hasCachedResults: false)
+        XCTAssertEqual(first?.hasPendingWrites, false)
+    }
+
+    func testIndexesFollowTheSDKsDocChangesRules() {
+        var view = QueryView(query: query, database: database)
+        _ = view.update(result: [doc("a", 1), doc("b", 2), doc("c", 3)], current: true, hasCachedResults: false)
+        // b moves to the end, a is removed, d is added first.
+        let snapshot = view.update(result: [doc("d", 0), doc("c", 3), doc("b", 4)], current: true, hasCachedResults: false)
+        let changes = snapshot!.changes.map { ($0.kind, $0.document.document.path.lastSegment, $0.oldIndex, $0.newIndex) }
+        XCTAssertEqual(changes.count, 3)
+        XCTAssertTrue(changes[0] == (.removed, "a", 0, -1))
+        XCTAssertTrue(changes[1] == (.added, "d", -1, 0))
+        XCTAssertTrue(changes[2] == (.modified, "b", 1, 2))
+    }
+
+    func testLimitKeepsTheWindow() {
+        var limited = query
+        limited.limit = 2
+        var view = QueryView(query: limited, database: database)
+        _ = view.update(result: [doc("a", 1), doc("b", 2)], current: true, hasCachedResults: false)
+        let snapshot = view.update(result: [doc("b", 2), doc("c", 3)], current: true, hasCachedResults: false)
+        XCTAssertEqual(snapshot?.changes.map(\.kind), [.removed, .added])
+        XCTAssertEqual(view.documents.map(\.document.path.lastSegment), ["b", "c"])
+    }
+}
