@@ -17,16 +17,7 @@ struct DocumentListenRoute {
 
     func open(_ path: ResourcePath, _ request: Request) async throws(FiregateError) -> Response {
         let params = QueryParameters(request)
-        var queryJSON: JSON?
-        if let text = params.first("query") {
-            let parsed: JSON
-            do { parsed = try JSONParser.parse(text) } catch { throw .invalidArgument("Invalid query parameter: \(error.description)") }
-            queryJSON = parsed.member("structuredQuery") ?? parsed
-        }
-        if request.method == .post, let body = try await request.jsonBody() {
-            if queryJSON != nil { throw .invalidArgument("Give the query either as ?query= or as the body, not both.") }
-            queryJSON = body.member("structuredQuery")
-        }
+        let queryJSON = try await ListenQueryParameter.structuredQuery(params, request)
         let lastEventID = request.headers[HTTPField.Name("Last-Event-ID")!] ?? params.first("lastEventId")
         let resumeAfter = lastEventID.flatMap { database.sequence(fromResumeToken: $0) }
         let changesOnly = try params.bool("changesOnly") ?? false

@@ -9,15 +9,7 @@ struct ClientListenRoute {
     static let keepAliveInterval: Duration = .seconds(15)
 
     func open(_ target: DocumentRequestPath, _ request: Request, _ params: QueryParameters) async throws(FiregateError) -> Response {
-        var queryJSON: JSON?
-        if let text = params.first("query") {
-            let parsed: JSON
-            do { parsed = try JSONParser.parse(text) } catch { throw .invalidArgument("Invalid query parameter: \(error.description)") }
-            queryJSON = parsed.member("structuredQuery") ?? parsed
-        }
-        if request.method == .post, let body = try await request.jsonBody() {
-            queryJSON = body.member("structuredQuery") ?? queryJSON
-        }
+        let queryJSON = try await ListenQueryParameter.structuredQuery(params, request)
         var options = ListenerOptions()
         options.includeMetadataChanges = try params.bool("includeMetadataChanges") ?? false
         switch params.first("source")?.lowercased() {
