@@ -1,0 +1,83 @@
+#!/usr/bin/env python3
+"""Start-to-healthy time (DESIGN §3: < 100 ms): starts the release binary N times, on an empty
+data directory and on one holding documents, and reports the time from exec to the first
+`/healthz` 200. Loopback only, bounded."""
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+
+BIN = os.environ.get("FIREGATE_BIN", ".build/release/firegate")
+RUNS = int(os.environ.get("BENCH_RUNS", "10"))
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def healthy(port):
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=0.2) as r:
+            return r.status == 200
+    except OSError:
+        return False
+
+
+def start_once(args):
+    port = free_port()
+    t0 = time.perf_counter()
+    proc = subprocess.Popen([BIN, "serve", "--port", str(port), "--log-level", "error", *args],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        while time.perf_counter() - t0 < 10:
+            if healthy(port):
+                return (time.perf_counter() - t0) * 1000, port, proc
+            time.sleep(0.002)
+        raise RuntimeError("not healthy within 10 s")
+    except BaseException:
+        proc.kill()
+        raise
+
+
+def measure(label, args, seed=None):
+    times = []
+    for _ in range(RUNS):
+        ms, port, proc = start_once(args)
+        times.append(ms)
+        if seed and not seed.get("done"):
+            seed["fn"](port)
+            seed["done"] = True
+        proc.terminate()
+        proc.wait(timeout=10)
+    print(f"{label:44s} median {statistics.median(times):6.1f} ms   max {max(times):6.1f} ms   (n={RUNS})")
+    return statistics.median(times)
+
+
+def seed_documents(port, count=10000):
+    writes = []
+    for i in range(count):
+        writes.append({"update": {"name": f"projects/bench/databases/(default)/documents/c/d{i}",
+                                  "fields": {"n": {"integerValue": str(i)}}}})
+        if len(writes) == 500:
+            req = urllib.request.Request(f"http://127.0.0.1:{port}/v1/projects/bench/databases/(default)/documents:commit",
+                                         data=__import__("json").dumps({"writes": writes}).encode(), method="POST")
+            urllib.request.urlopen(req, timeout=30).read()
+            writes = []
+
+
+if __name__ == "__main__":
+    if "/debug/" in os.path.realpath(BIN):
+        sys.exit("refusing to benchmark a debug build")
+    worst = measure("in memory", ["--in-memory"])
+    with tempfile.TemporaryDirectory(dir="bench") as d:
+        measure("empty data directory", ["--data-dir", d])
+        seed = {"fn": seed_documents}
+        measure("data directory (after 10 000 documents)", ["--data-dir", d], seed=seed)
+        worst = max(worst, measure("data directory with 10 000 documents", ["--data-dir", d]))
+    print(f"target < 100 ms: {'PASS' if worst < 100 else 'MISS'}")
