@@ -1,0 +1,81 @@
+"""The Firestore SDK spec tests, replayed against the edge clients (see spec_replay.py).
+
+Run alone:  pytest clients/python/test_spec_replay.py -s      (or -k spec_replay)
+Narrow it:  FIREGATE_SPEC_FILES=write,listen pytest clients/python/test_spec_replay.py -s
+Skip it:    FIREGATE_SKIP_SPEC_REPLAY=1
+
+The spec JSON is looked up as spec_replay.find_spec_dir() does ($FIREGATE_SPEC_DIR first); the
+test is skipped when it is not found. It asserts that no harness error happened and that at least
+SPEC_FLOOR (test x persistence mode) runs pass; raise the floor as the edge clients pass more.
+"""
+import io
+import os
+
+import pytest
+
+import spec_replay
+
+# Runs (test x mode) that passed when this floor was last raised. Only ever raise it.
+SPEC_FLOOR = 137
+
+SPEC_FILES = ["write", "listen", "limit", "persistence", "query", "collection", "orderby",
+              "listen_source", "offline"]
+
+
+@pytest.mark.skipif(os.environ.get("FIREGATE_SKIP_SPEC_REPLAY", "") not in ("", "0"),
+                    reason="FIREGATE_SKIP_SPEC_REPLAY is set")
+def test_spec_replay(base_url, capsys):
+    try:
+        spec_replay.find_spec_dir()
+    except FileNotFoundError as e:
+        pytest.skip(str(e))
+    files = [f for f in os.environ.get("FIREGATE_SPEC_FILES", "").split(",") if f] or SPEC_FILES
+    log = io.StringIO()
+    replay = spec_replay.Replay(base_url, out=log)
+    replay.run_files(files)
+    summary = replay.summary()
+    total = summary["total"]
+    with capsys.disabled():
+        print("\n" + replay.table() + "\n" + replay.final_line())
+    failures = [r for r in replay.results if r.status in ("FAIL", "ERROR")]
+    detail = "\n".join(f"{r.status} [{r.mode}] {r.file}: {r.name}\n    {r.detail}" for r in failures)
+    assert total["ERROR"] == 0, f"harness errors:\n{detail}"
+    narrowed = files != SPEC_FILES
+    if not narrowed:
+        assert total["PASS"] >= SPEC_FLOOR, (
+            f"{total['PASS']} spec runs passed, the floor is {SPEC_FLOOR}\n{replay.final_line()}\n{detail}")
+    elif failures:
+        print(detail)
+
+
+def test_spec_replay_mapping_helpers():
+    """The parts of the translation that need no server."""
+    assert spec_replay.to_value({"a": [1, 1.5, True, None, "x"]}) == {"mapValue": {"fields": {"a": {
+        "arrayValue": {"values": [{"integerValue": "1"}, {"doubleValue": 1.5}, {"booleanValue": True},
+                                  {"nullValue": None}, {"stringValue": "x"}]}}}}}
+    names = spec_replay.Names("p")
+    parent, sq, ltl = spec_replay.structured_query(
+        {"path": "rooms/r1/messages", "filters": [["n", ">=", 2], ["tag", "array-contains", "a"]],
+         "orderBys": [["n", "desc"]], "limit": 3, "limitType": "LimitToLast"}, names)
+    assert parent == "rooms/r1" and ltl
+    assert sq["from"] == [{"collectionId": "messages"}] and sq["limit"] == 3
+    assert sq["where"]["compositeFilter"]["op"] == "AND"
+    assert sq["orderBy"] == [{"field": {"fieldPath": "n"}, "direction": "DESCENDING"}]
+    parent, sq, _ = spec_replay.structured_query(
+        {"path": "", "collectionGroup": "cg", "filters": [], "orderBys": []}, names)
+    assert parent == "" and sq["from"] == [{"collectionId": "cg", "allDescendants": True}]
+    body = spec_replay.patch_body(names, "c/d", {"a.c": "<DELETE>", "v": 2})
+    assert body["updateMask"] == {"fieldPaths": ["a.c", "v"]}
+    assert body["update"]["fields"] == {"v": {"integerValue": "2"}}
+    assert body["currentDocument"] == {"exists": True}
+    assert spec_replay.doc_matches({"path": "c", "filters": [["v", ">=", 2]], "orderBys": []}, "c/a", {"v": 3})
+    assert not spec_replay.doc_matches({"path": "c", "filters": [], "orderBys": [["sort", "asc"]]},
+                                       "c/b", {"key": "b"})
+    # Expected per-document pending flag: local mutations, or committed ones the view still counts.
+    ev = spec_replay.expected_event({
+        "query": {"path": "c", "filters": [], "orderBys": []}, "errorCode": 0, "fromCache": False,
+        "hasPendingWrites": False,
+        "added": [{"key": "c/a", "value": {"v": 1}, "options": {"hasLocalMutations": False,
+                                                                "hasCommittedMutations": True}}],
+        "metadata": [{"key": "c/b", "value": {"v": 1}, "options": {}}]})
+    assert [(c.type, c.key, c.pending) for c in ev.changes] == [("added", "c/a", False), ("modified", "c/b", False)]
