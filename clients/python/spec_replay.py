@@ -22,10 +22,19 @@ in a fresh project:
   not compared. `expectedState` checks `userCallbacks`, `numOutstandingWrites`, `isShutdown`; the
   watch-protocol internals (active targets, limbo documents, request counts) are dropped.
 
+Two adaptations keep the backend consistent with what the spec's watch stream says:
+* when a target listened without a resume token turns CURRENT, documents of its query that watch did
+  not send are gone on the server: they are deleted on the backend (the SDK synthesizes deletes);
+* a `writeAck` whose documents watch already delivered at the ack's version (watch ahead of the ack)
+  also releases the watch gate: the held write reached the backend only at its release, so its
+  echo must be delivered for the client to hold the state the spec's SDK holds.
+
 Tests that need what the HTTP API cannot express (existence filters, watch resets and stream errors,
 target removal with an error, limbo expectations, user changes, bundles, multi-tab, persistence
-fault injection, timers, snapshots not yet CURRENT while online, watch versions going backwards) are
-reported as SKIP with the reason. Each mapped test runs with persistence `persistent` (skipping
+fault injection, timers, snapshots not yet CURRENT while online, watch versions going backwards,
+write acks older than the watch's version, watch documents that do not match their target's query,
+messages for a re-listened target before the old removal is acknowledged) are reported as SKIP
+with the reason (`classify`). Each mapped test runs with persistence `persistent` (skipping
 `eager-gc` tests) and `memory` (skipping `durable-persistence` tests).
 
 The spec JSON is read from --spec-dir, $FIREGATE_SPEC_DIR, <repo>/conformance/firestore-spec or
@@ -36,6 +45,7 @@ failures), 2 on a harness error (a bug here, or the server went away).
 from __future__ import annotations
 
 import argparse
+import http.client
 import json
 import math
 import os
@@ -48,7 +58,7 @@ from collections import Counter, OrderedDict, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit
 
 import requests
 
@@ -114,6 +124,10 @@ STEP_EXPECTATION_KEYS = {"clientIndex", "expectedSnapshotEvents", "expectedState
 
 class HarnessError(Exception):
     """A bug in the harness or an unusable server (not a test failure)."""
+
+
+class ServerGone(HarnessError):
+    """The server stopped answering: the replay stops."""
 
 
 class StepFailure(Exception):
@@ -728,7 +742,7 @@ class SpecRun:
         try:
             r = self.http.request(method, url, **kw)
         except requests.ConnectionError as e:
-            raise HarnessError(f"server unreachable: {method} {url}: {e}") from None
+            raise ServerGone(f"server unreachable: {method} {url}: {e}") from None
         except requests.Timeout:
             raise StepFailure(f"{method} {url} did not answer within {kw['timeout']}s") from None
         if expect and r.status_code not in expect:
@@ -918,7 +932,7 @@ class SpecRun:
         try:
             stream = SSEStream(url, params=params, session=None)
         except requests.ConnectionError as e:
-            raise HarnessError(f"server unreachable: {e}") from None
+            raise ServerGone(f"server unreachable: {e}") from None
         l = Listener(q, ul.get("targetId"), stream, is_doc, qk)
         if not stream.ok:
             body = stream.error_json() or {}
@@ -1005,26 +1019,35 @@ class SpecRun:
             self.log(f"backend: {len(writes)} write(s)")
 
     def start_wait_for_pending_writes(self):
-        url = f"{self.cbase}:waitForPendingWrites"
+        """Starts the long poll. The request is fully sent before this returns (only the answer
+        is awaited on a thread), so the client registers it before the next step's calls."""
+        u = urlsplit(f"{self.cbase}:waitForPendingWrites")
+        path = f"{u.path}?timeoutMs={WFPW_TIMEOUT_MS}"
+        conn = http.client.HTTPConnection(u.hostname, u.port or 80, timeout=WFPW_TIMEOUT_MS / 1000 + 10)
+        try:
+            conn.request("POST", path, body=b"{}", headers={"Content-Type": "application/json"})
+        except OSError as e:
+            raise ServerGone(f"server unreachable: POST {path}: {e}") from None
         with self.wfpw_lock:
             self.wfpw_outstanding += 1
 
-        def run():
+        def wait():
             ok = False
             try:
-                r = requests.post(url, params={"timeoutMs": WFPW_TIMEOUT_MS}, json={},
-                                  timeout=WFPW_TIMEOUT_MS / 1000 + 10)
-                ok = r.status_code == 200
-            except requests.RequestException:
+                resp = conn.getresponse()
+                resp.read()
+                ok = resp.status == 200
+            except (OSError, http.client.HTTPException):
                 pass
+            finally:
+                conn.close()
             with self.wfpw_lock:
                 self.wfpw_outstanding -= 1
                 if ok:
                     self.wfpw_done += 1
 
-        threading.Thread(target=run, daemon=True, name="waitForPendingWrites").start()
-        # The call returns when the client registered the wait; give it a moment to be sent.
-        time.sleep(0.02)
+        threading.Thread(target=wait, daemon=True, name="waitForPendingWrites").start()
+        time.sleep(0.01)
 
     # -- collecting and checking ----------------------------------------------------------------
     def collect_events(self) -> list[Event]:
@@ -1255,6 +1278,9 @@ class Replay:
             res = Result(short, name, mode, "PASS")
         except StepFailure as e:
             res = Result(short, name, mode, "FAIL", detail=str(e))
+        except ServerGone as e:
+            self.results.append(Result(short, name, mode, "ERROR", detail=f"harness error: {e}"))
+            raise
         except HarnessError as e:
             res = Result(short, name, mode, "ERROR", detail=f"harness error: {e}")
         except Exception:  # a harness bug: report it, keep going, exit non-zero at the end
@@ -1328,8 +1354,10 @@ def main(argv=None) -> int:
         return 2
     try:
         replay.run_files(files, args.test)
-    except HarnessError as e:
-        print(f"spec replay: harness error: {e}", file=sys.stderr)
+    except ServerGone as e:
+        print(f"\nspec replay: stopped: {e}", file=sys.stderr)
+        print(replay.table())
+        print(replay.final_line())
         return 2
     print()
     print(replay.table())
