@@ -38,6 +38,7 @@ extension EdgeClient {
         guard listeners.removeValue(forKey: listenerID) != nil else { return }
         heldTargets.remove(listenerID)
         if !listeners.values.contains(where: { !$0.options.cacheOnly }) { stopWatch() }
+        collectEagerGarbage()
     }
 
     /// Recomputes the views of `ids` (all listeners when nil) and raises their snapshots.
@@ -74,8 +75,10 @@ extension EdgeClient {
         }
     }
 
-    /// Every open stream of this client emits `event: sync` with `token`.
-    public func sync(token: String) {
+    /// Every open stream of this client emits `event: sync` with `token`, after the effects of
+    /// everything published to the backend before the call.
+    public func sync(token: String) async {
+        if !gates.holdWatch { await catchUpWithWatch() }
         for entry in listeners.values { entry.output.yield(.sync(token: token)) }
     }
 

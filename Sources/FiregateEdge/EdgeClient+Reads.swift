@@ -25,6 +25,7 @@ extension EdgeClient {
             acceptFromWatch(path, doc)
             let local = localView().document(path)
             updateViews()
+            collectEagerGarbage()
             return EdgeRead(value: local, fromCache: false, hasPendingWrites: local?.hasLocalMutations ?? false)
         }
         switch source {
@@ -54,6 +55,7 @@ extension EdgeClient {
             }
             let local = localView().run(query)
             updateViews()
+            collectEagerGarbage()
             return EdgeRead(value: local, fromCache: false, hasPendingWrites: local.contains { $0.hasLocalMutations })
         }
         if source == .server {

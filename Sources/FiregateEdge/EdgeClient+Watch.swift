@@ -6,26 +6,51 @@ import FiregateModel
 extension EdgeClient {
     func ensureWatch() {
         guard watch == nil, network.online, !terminated, listeners.values.contains(where: { !$0.options.cacheOnly }) else { return }
-        watch = WatchConnection.open(on: database, for: self)
+        let connection = WatchConnection.open(on: database, for: self)
+        watch = connection
+        watchSequence = connection.subscription.startsAfter
     }
 
     func stopWatch() {
         watch?.close()
         watch = nil
+        resumeCatchUpWaiters(all: true)
+    }
+
+    /// Waits until every commit published so far has been through `onWatchEvent`, so that what
+    /// a test did before this call has had its effect on the listeners.
+    func catchUpWithWatch() async {
+        guard let watch else { return }
+        let target = database.feed.lastPublished
+        guard watchSequence < target, watch.subscription.startsAfter < target else { return }
+        await withCheckedContinuation { continuation in
+            catchUpWaiters.append((target, continuation))
+        }
+    }
+
+    func resumeCatchUpWaiters(all: Bool = false) {
+        catchUpWaiters.removeAll { waiter in
+            guard all || waiter.sequence <= watchSequence else { return false }
+            waiter.continuation.resume()
+            return true
+        }
     }
 
     /// A backend commit (or a feed condition) reached this client.
     func onWatchEvent(_ event: FeedEvent) {
         guard network.online, watch != nil else { return }
+        defer { resumeCatchUpWaiters() }
         var touched: [Int] = []
         switch event {
         case .commit(let record):
+            watchSequence = max(watchSequence, record.sequence)
             for (listenerID, entry) in listeners where !entry.options.cacheOnly {
                 if record.changes.contains(where: { entry.query.containsPath($0.path) || entry.serverPaths.contains($0.path) }) {
                     touched.append(listenerID)
                 }
             }
         case .overflow:
+            watchSequence = max(watchSequence, database.feed.lastPublished)
             touched = listeners.filter { !$0.value.options.cacheOnly }.map(\.key)
         case .closed:
             // The database was reset: reconnect and refetch everything.
@@ -43,12 +68,14 @@ extension EdgeClient {
         }
     }
 
-    /// `gates:releaseWatch`: deliver everything held as one consistent snapshot.
+    /// `gates:releaseWatch`: deliver everything held as one consistent snapshot. Every target
+    /// is brought to the backend's current state, so a commit whose feed event is still on its
+    /// way to this client is included too.
     public func releaseWatch() {
-        guard network.online, !heldTargets.isEmpty else { return }
-        let ids = heldTargets.sorted()
+        guard network.online else { return }
         heldTargets.removeAll()
-        refreshTargets(ids)
+        let ids = listeners.filter { !$0.value.options.cacheOnly }.map(\.key).sorted()
+        if !ids.isEmpty { refreshTargets(ids) }
     }
 
     /// Fetches the server result of each listener's target, folds it into the remote cache,
@@ -63,8 +90,11 @@ extension EdgeClient {
                 acceptFromWatch(doc.path, doc)
                 seen.insert(doc.path)
             }
-            // Documents that left the target: learn what became of them (limbo resolution).
-            for path in entry.serverPaths.subtracting(seen) {
+            // Documents the target or the view held that the server no longer lists: learn what
+            // became of them (the SDK's limbo resolution).
+            var stale = entry.serverPaths
+            for doc in entry.view.documents where !doc.hasLocalMutations { stale.insert(doc.document.path) }
+            for path in stale.subtracting(seen) {
                 let doc = (try? database.get(path).value) ?? nil
                 acceptFromWatch(path, doc)
             }

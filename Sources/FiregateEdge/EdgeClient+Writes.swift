@@ -121,6 +121,7 @@ extension EdgeClient {
         }
         finish(batch.id, .acknowledged(result))
         updateViews()
+        collectEagerGarbage()
     }
 
     /// The server refused the batch for good: drop it and revert the local view.
@@ -129,6 +130,7 @@ extension EdgeClient {
         storage?.deleteMutation(id: batch.id)
         finish(batch.id, .rejected(error))
         updateViews()
+        collectEagerGarbage()
     }
 
     /// Records a batch's final state and wakes whoever waits on it.

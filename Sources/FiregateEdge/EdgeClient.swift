@@ -29,6 +29,9 @@ public actor EdgeClient {
     var eventCounter: Int64 = 0
 
     var watch: WatchConnection?
+    /// The newest feed sequence this client has processed (or skipped as irrelevant).
+    var watchSequence: Int64 = 0
+    var catchUpWaiters: [(sequence: Int64, continuation: CheckedContinuation<Void, Never>)] = []
     /// Listeners whose server result changed while the watch gate was held.
     var heldTargets: Set<Int> = []
     var sendingWrites = false

@@ -12,6 +12,7 @@ public final class DocumentChangeFeed: Sendable {
     private struct State {
         var subscribers: [Int: FeedSubscription] = [:]
         var nextID = 0
+        var lastPublished: Int64 = 0
     }
 
     private let state = Mutex(State())
@@ -22,7 +23,7 @@ public final class DocumentChangeFeed: Sendable {
     public func subscribe(bufferLimit: Int) -> FeedSubscription {
         state.withLock { state in
             state.nextID += 1
-            let subscription = FeedSubscription(id: state.nextID, bufferLimit: bufferLimit, feed: self)
+            let subscription = FeedSubscription(id: state.nextID, bufferLimit: bufferLimit, feed: self, startsAfter: state.lastPublished)
             state.subscribers[state.nextID] = subscription
             return subscription
         }
@@ -34,7 +35,10 @@ public final class DocumentChangeFeed: Sendable {
 
     /// Called once per durable commit, in commit order.
     func publish(_ record: CommitRecord) {
-        let subscribers = state.withLock { Array($0.subscribers.values) }
+        let subscribers = state.withLock { state in
+            state.lastPublished = record.sequence
+            return Array(state.subscribers.values)
+        }
         for subscriber in subscribers { subscriber.deliver(.commit(record)) }
     }
 
@@ -48,6 +52,10 @@ public final class DocumentChangeFeed: Sendable {
     }
 
     public var subscriberCount: Int { state.withLock { $0.subscribers.count } }
+
+    /// The sequence of the newest commit handed to subscribers: a subscriber that has processed
+    /// up to here has seen everything published so far.
+    public var lastPublished: Int64 { state.withLock { $0.lastPublished } }
 }
 
 /// What a subscriber receives.
@@ -76,12 +84,15 @@ public final class FeedSubscription: AsyncSequence, Sendable {
 
     let id: Int
     let bufferLimit: Int
+    /// The last sequence published before this subscription began; it receives the later ones.
+    public let startsAfter: Int64
     private weak let feedReference: DocumentChangeFeed?
     private let state = Mutex(State())
 
-    init(id: Int, bufferLimit: Int, feed: DocumentChangeFeed) {
+    init(id: Int, bufferLimit: Int, feed: DocumentChangeFeed, startsAfter: Int64) {
         self.id = id
         self.bufferLimit = bufferLimit
+        self.startsAfter = startsAfter
         self.feedReference = feed
     }
 
