@@ -170,7 +170,7 @@ extension EdgeClient {
     /// `gates:releaseWrite {"count":n}`: commit and acknowledge the oldest `n` queued batches.
     public func releaseWrites(count: Int) async throws(FiregateError) -> [(Int64, WriteState)] {
         guard network.online else {
-            throw .failedPrecondition("The client is offline: enable its network before releasing writes.")
+            throw .clientState("The client is offline: enable its network before releasing writes.")
         }
         var released: [(Int64, WriteState)] = []
         for _ in 0..<max(count, 0) {

@@ -64,7 +64,7 @@ public actor EdgeClient {
 
     /// Fails data calls on a terminated client, and marks the client started.
     func beginDataCall() throws(FiregateError) {
-        if terminated { throw .failedPrecondition("The client has already been terminated.") }
+        if terminated { throw .clientState("The client has already been terminated.") }
         started = true
     }
 
@@ -100,7 +100,7 @@ public actor EdgeClient {
         let updated = try ClientSettings.parse(json, over: settings)
         guard updated != settings else { return }
         if started && !terminated {
-            throw .failedPrecondition("Firestore has already been started and its settings can no longer be changed. You can only modify settings before calling any other methods on a Firestore object.")
+            throw .clientState("Firestore has already been started and its settings can no longer be changed. You can only modify settings before calling any other methods on a Firestore object.")
         }
         settings = updated
         persistSettings()
@@ -190,7 +190,7 @@ public actor EdgeClient {
 
     public func clearPersistence() throws(FiregateError) {
         guard terminated else {
-            throw .failedPrecondition("Persistence can only be cleared before a Firestore instance is initialized or after it is terminated.")
+            throw .clientState("Persistence can only be cleared before a Firestore instance is initialized or after it is terminated.")
         }
         for batch in queue.batches { finish(batch.id, .rejected(FiregateError(.cancelled, "The write was cleared with the persistence."))) }
         queue.removeAll()

@@ -6,12 +6,12 @@ import Hummingbird
 enum ErrorResponse {
     /// Firestore shape: `{"error":{"code":404,"message":"…","status":"NOT_FOUND"}}`.
     static func firestore(_ error: FiregateError) -> Response {
-        JSONResponse.make(JSON.errorBody(error), status: .init(code: error.status.httpStatus))
+        JSONResponse.make(JSON.errorBody(error), status: .init(code: error.httpStatus))
     }
 
     /// Realtime Database shape: `{"error":"…"}`.
     static func tree(_ error: FiregateError) -> Response {
-        JSONResponse.make(["error": .string(error.message)], status: .init(code: error.status.httpStatus))
+        JSONResponse.make(["error": .string(error.message)], status: .init(code: error.httpStatus))
     }
 
     /// Maps anything thrown below the HTTP layer to a `FiregateError`; unknown errors are INTERNAL.

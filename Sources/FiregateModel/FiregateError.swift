@@ -76,10 +76,28 @@ public enum Status: String, Sendable, CaseIterable {
 public struct FiregateError: Error, Sendable, Equatable, CustomStringConvertible {
     public let status: Status
     public let message: String
+    /// Set only where the contract names another HTTP code than the status's usual one.
+    private let httpStatusOverride: Int?
 
     public init(_ status: Status, _ message: String) {
         self.status = status
         self.message = message
+        httpStatusOverride = nil
+    }
+
+    init(_ status: Status, _ message: String, httpStatus: Int) {
+        self.status = status
+        self.message = message
+        httpStatusOverride = httpStatus
+    }
+
+    /// The HTTP status this error is answered with.
+    public var httpStatus: Int { httpStatusOverride ?? status.httpStatus }
+
+    /// An edge client in the wrong lifecycle state for the call (terminated, started, not
+    /// terminated): FAILED_PRECONDITION answered with 412, as DESIGN §1.3 specifies.
+    public static func clientState(_ message: String) -> FiregateError {
+        FiregateError(.failedPrecondition, message, httpStatus: 412)
     }
 
     public var description: String { "\(status.rawValue): \(message)" }
@@ -96,6 +114,6 @@ public struct FiregateError: Error, Sendable, Equatable, CustomStringConvertible
 extension JSON {
     /// `{"error":{"code":404,"message":"…","status":"NOT_FOUND"}}`, the Firestore REST error body.
     public static func errorBody(_ error: FiregateError) -> JSON {
-        ["error": ["code": .int(Int64(error.status.httpStatus)), "message": .string(error.message), "status": .string(error.status.rawValue)]]
+        ["error": ["code": .int(Int64(error.httpStatus)), "message": .string(error.message), "status": .string(error.status.rawValue)]]
     }
 }

@@ -232,10 +232,10 @@ def test_lifecycle_restart_terminate_clear(base_url, project):
     assert r.json() == {"lostWrites": 1}
     assert a.state()["network"]["online"] is False, "the network switch models the device: it survives"
     assert a.get("c/x", source="cache").status_code == 503
-    assert a.post("clearPersistence").status_code == 400  # FAILED_PRECONDITION before terminate
+    assert a.post("clearPersistence").status_code == 412  # FAILED_PRECONDITION before terminate
     a.post("terminate")
     r = a.get("c/x", source="cache")
-    assert r.status_code == 400 and r.json()["error"]["message"] == "The client has already been terminated."
+    assert r.status_code == 412 and r.json()["error"]["message"] == "The client has already been terminated."
     assert a.post("clearPersistence").status_code == 200
     a.post("restart")
     assert a.get("c/x", source="cache").status_code == 503
@@ -260,7 +260,7 @@ def test_settings_rules(base_url, project):
     assert r.json()["settings"]["persistence"] == "memory" and r.json()["settings"]["garbageCollector"] == "eager"
     a.get("c/x")  # starts the client
     r = requests.put(a.url, json={"cacheSizeBytes": -1}, timeout=10)
-    assert r.status_code == 400 and r.json()["error"]["status"] == "FAILED_PRECONDITION"
+    assert r.status_code == 412 and r.json()["error"]["status"] == "FAILED_PRECONDITION"
     other = requests.get(f"{base_url}/clients/{a.id}/v1/projects/other/databases/{DB}/documents/c/x", timeout=10)
     assert other.status_code == 400
 
