@@ -38,7 +38,7 @@ with the reason (`classify`). Each mapped test runs with persistence `persistent
 `eager-gc` tests) and `memory` (skipping `durable-persistence` tests).
 
 The spec JSON is read from --spec-dir, $FIREGATE_SPEC_DIR, <repo>/conformance/firestore-spec or
-/work/shared/conformance/firestore-spec. The last line printed is
+<repo>/../shared/conformance/firestore-spec. The last line printed is
 `spec replay: N passed, M failed, K skipped`. Exit status: 0 when the replay ran (even with
 failures), 2 on a harness error (a bug here, or the server went away).
 """
@@ -69,7 +69,8 @@ REPO = Path(__file__).resolve().parents[2]
 SPEC_DIR_CANDIDATES = [
     REPO / "conformance" / "firestore-spec",
     REPO / "clients" / "python" / "firestore-spec",
-    Path("/work/shared/conformance/firestore-spec"),
+    # The steering repository's shared/ folder stands beside this repository's clone.
+    REPO.parent / "shared" / "conformance" / "firestore-spec",
 ]
 
 # The files the pytest wrapper replays (the ones with mappable tests).
