@@ -25,6 +25,9 @@ struct DatabaseState {
     /// How much history is kept: read times and resume tokens older than this are refused.
     static let historyMicros: Int64 = 60 * 60 * 1_000_000
     static let historyMaxRecords = 20_000
+    /// Storage size of the documents the history holds, at most.
+    static let historyMaxBytes = 64 * 1024 * 1024
+    var historyBytes = 0
 
     mutating func put(_ document: Document) {
         let path = document.path
@@ -45,9 +48,20 @@ struct DatabaseState {
 
     mutating func record(_ commit: CommitRecord) {
         history.append(commit)
+        historyBytes += DatabaseState.size(of: commit)
         let horizon = commit.commitTime.microseconds - DatabaseState.historyMicros
-        while let first = history.first, history.count > DatabaseState.historyMaxRecords || first.commitTime.microseconds < horizon {
-            prunedThrough = history.removeFirst().commitTime
+        while let first = history.first, history.count > 1,
+              history.count > DatabaseState.historyMaxRecords || historyBytes > DatabaseState.historyMaxBytes
+                || first.commitTime.microseconds < horizon {
+            history.removeFirst()
+            historyBytes -= DatabaseState.size(of: first)
+            prunedThrough = first.commitTime
+        }
+    }
+
+    static func size(of commit: CommitRecord) -> Int {
+        commit.changes.reduce(0) { total, change in
+            total + [change.before, change.after].reduce(0) { $0 + ($1.map { DocumentLimits.documentSize(path: $0.path, fields: $0.fields) } ?? 0) }
         }
     }
 

@@ -14,6 +14,7 @@ struct DocumentListenRoute {
     let database: DocumentDatabase
     let options: ListenOptions
     let ticker: KeepAliveTicker
+    let frames: ListenFrameCache
 
     func open(_ path: ResourcePath, _ request: Request) async throws(FiregateError) -> Response {
         let params = QueryParameters(request)
@@ -24,14 +25,14 @@ struct DocumentListenRoute {
         if let queryJSON {
             guard !path.isCollection else { throw .invalidArgument("A query listen names the root or a parent document, not a collection.") }
             let query = try Query(structuredQuery: queryJSON, parent: path, database: database.id)
-            let stream = QueryListenStream(database: database, query: query, options: options, ticker: ticker,
+            let stream = QueryListenStream(database: database, query: query, options: options, ticker: ticker, frames: frames,
                                            changesOnly: changesOnly, resumeAfter: resumeAfter, resuming: lastEventID != nil)
             return Response(status: .ok, headers: ServerSentEvents.headers, body: ResponseBody { writer in await stream.run(&writer) })
         }
         guard path.isDocument else {
             throw .invalidArgument("listen needs a document path, or a query (?query=<structuredQuery JSON> or a body).")
         }
-        let stream = DocumentListenStream(database: database, path: path, options: options, ticker: ticker,
+        let stream = DocumentListenStream(database: database, path: path, options: options, ticker: ticker, frames: frames,
                                           resumeAfter: resumeAfter, resuming: lastEventID != nil)
         return Response(status: .ok, headers: ServerSentEvents.headers, body: ResponseBody { writer in await stream.run(&writer) })
     }
@@ -75,15 +76,20 @@ struct QueryListenStream: Sendable {
     let query: Query
     let options: ListenOptions
     let ticker: KeepAliveTicker
+    let frames: ListenFrameCache
     let changesOnly: Bool
     let resumeAfter: Int64?
     let resuming: Bool
 
     func run(_ writer: inout any ResponseBodyWriter) async {
-        var start = database.listen(query, bufferLimit: options.bufferLimit, resumeAfter: resumeAfter)
+        let start = database.listen(query, bufferLimit: options.bufferLimit, resumeAfter: resumeAfter)
+        // Listeners of the same query whose windows reflect the same commit share their frames.
+        let framePrefix = "\(database.id.name)|\(query.canonicalID)|\(changesOnly)|"
         var matches = start.matches
         var sequence = start.sequence
         var window = matches.window
+        // The commit the window reflects: with the query, it identifies the window.
+        var windowSequence = start.sequence
         let first: [ViewChange]
         if let resumed = start.resumedWindow {
             first = DocumentChangeSet.changes(from: resumed, to: window, query: query, database: database.id)
@@ -109,9 +115,14 @@ struct QueryListenStream: Sendable {
                 guard touched else { return true }
                 let next = matches.window
                 let changes = DocumentChangeSet.changes(from: window, to: next, query: query, database: database.id)
+                let previous = windowSequence
                 window = next
+                windowSequence = record.sequence
                 if !changes.isEmpty {
-                    try await writer.write(frame(changes, window: window, readTime: record.commitTime, sequence: sequence, reset: false))
+                    let bytes = frames.frame(framePrefix + "\(previous)>\(record.sequence)") {
+                        frame(changes, window: next, readTime: record.commitTime, sequence: record.sequence, reset: false)
+                    }
+                    try await writer.write(bytes)
                 }
             case .overflow:
                 // Fell behind: start over from the current state and send it whole.
@@ -119,6 +130,7 @@ struct QueryListenStream: Sendable {
                 fresh.subscription.cancel()
                 matches = fresh.matches
                 sequence = fresh.sequence
+                windowSequence = fresh.sequence
                 window = matches.window
                 let all = DocumentChangeSet.changes(from: [], to: window, query: query, database: database.id)
                 try await writer.write(frame(all, window: window, readTime: fresh.readTime, sequence: sequence, reset: true))
@@ -151,6 +163,7 @@ struct DocumentListenStream: Sendable {
     let path: ResourcePath
     let options: ListenOptions
     let ticker: KeepAliveTicker
+    let frames: ListenFrameCache
     let resumeAfter: Int64?
     let resuming: Bool
 
@@ -174,7 +187,10 @@ struct DocumentListenStream: Sendable {
                 sequence = record.sequence
                 guard let change = record.changes.first(where: { $0.path == path }) else { return true }
                 current = change.after
-                try await writer.write(frame(current, readTime: record.commitTime, sequence: sequence, reset: false))
+                let bytes = frames.frame("\(database.id.name)|\(path.canonical)|\(record.sequence)") {
+                    frame(change.after, readTime: record.commitTime, sequence: record.sequence, reset: false)
+                }
+                try await writer.write(bytes)
             case .overflow:
                 let fresh = database.listen(document: path, bufferLimit: 1, resumeAfter: nil)
                 fresh.subscription.cancel()

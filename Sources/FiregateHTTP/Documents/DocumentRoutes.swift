@@ -9,6 +9,7 @@ struct DocumentRoutes: Sendable {
     let backend: Backend
     let listenOptions: ListenOptions
     let ticker: KeepAliveTicker
+    let frames = ListenFrameCache()
 
     init(backend: Backend, listenOptions: ListenOptions) {
         self.backend = backend
@@ -34,7 +35,7 @@ struct DocumentRoutes: Sendable {
         case (.get, nil) where target.path.isCollection:
             return try listDocuments(database, target.path, request)
         case (.get, "listen"), (.post, "listen"):
-            return try await DocumentListenRoute(database: database, options: listenOptions, ticker: ticker).open(target.path, request)
+            return try await DocumentListenRoute(database: database, options: listenOptions, ticker: ticker, frames: frames).open(target.path, request)
         case (.post, nil) where target.path.isCollection:
             return try await createDocument(database, target.path, request)
         case (.patch, nil) where target.path.isDocument:
