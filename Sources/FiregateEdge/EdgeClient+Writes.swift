@@ -32,12 +32,25 @@ extension EdgeClient {
 
     public func writeState(_ batchID: Int64) -> WriteState? { writeStates[batchID] }
 
-    /// Waits until the batch is acknowledged or rejected.
-    public func waitForAck(_ batchID: Int64) async -> WriteState {
+    /// Waits until the batch is acknowledged or rejected; `.pending` when `timeoutMs` passes first.
+    public func waitForAck(_ batchID: Int64, timeoutMs: Int? = nil) async -> WriteState {
         if let state = writeStates[batchID], state != .pending { return state }
-        return await withCheckedContinuation { continuation in
-            ackWaiters[batchID, default: []].append(continuation)
+        nextWaiterID += 1
+        let waiterID = nextWaiterID
+        if let timeoutMs {
+            Task {
+                try? await Task.sleep(for: .milliseconds(timeoutMs))
+                await self.expireAckWaiter(batchID, waiterID)
+            }
         }
+        return await withCheckedContinuation { continuation in
+            ackWaiters[batchID, default: []].append((waiterID, continuation))
+        }
+    }
+
+    func expireAckWaiter(_ batchID: Int64, _ waiterID: Int) {
+        guard let i = ackWaiters[batchID]?.firstIndex(where: { $0.id == waiterID }) else { return }
+        ackWaiters[batchID]?.remove(at: i).continuation.resume(returning: .pending)
     }
 
     public var pendingWrites: [MutationBatch] { queue.batches }
@@ -65,6 +78,12 @@ extension EdgeClient {
     /// leaves it queued.
     @discardableResult
     func send(_ batch: MutationBatch) async -> Bool {
+        guard !inFlight.contains(batch.id) else {
+            // Another sender has it: wait for that outcome instead of committing it twice.
+            return await waitForAck(batch.id) != .pending
+        }
+        inFlight.insert(batch.id)
+        defer { inFlight.remove(batch.id) }
         if network.latencyMs > 0 { try? await Task.sleep(for: .milliseconds(network.latencyMs)) }
         // The batch may have been settled while this call waited.
         guard queue.batches.contains(where: { $0.id == batch.id }) else { return true }
@@ -137,7 +156,7 @@ extension EdgeClient {
     func finish(_ batchID: Int64, _ state: WriteState) {
         writeStates[batchID] = state
         if writeStates.count > 10_000, let oldest = writeStates.keys.min() { writeStates[oldest] = nil }
-        for waiter in ackWaiters.removeValue(forKey: batchID) ?? [] { waiter.resume(returning: state) }
+        for waiter in ackWaiters.removeValue(forKey: batchID) ?? [] { waiter.continuation.resume(returning: state) }
         let lowest = queue.first?.id ?? Int64.max
         pendingWriteWaiters.removeAll { waiter in
             guard waiter.upTo < lowest else { return false }

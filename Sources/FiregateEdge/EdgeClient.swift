@@ -35,10 +35,12 @@ public actor EdgeClient {
     /// Listeners whose server result changed while the watch gate was held.
     var heldTargets: Set<Int> = []
     var sendingWrites = false
+    /// Batches sent to the backend whose answer has not been applied yet.
+    var inFlight: Set<Int64> = []
     var retryDelay: Double = 0
     var pendingWriteWaiters: [(id: Int, upTo: Int64, continuation: CheckedContinuation<Bool, Never>)] = []
     var nextWaiterID = 0
-    var ackWaiters: [Int64: [CheckedContinuation<WriteState, Never>]] = [:]
+    var ackWaiters: [Int64: [(id: Int, continuation: CheckedContinuation<WriteState, Never>)]] = [:]
 
     init(id: String, backend: Backend, settings: ClientSettings, storage: EdgeCacheStorage?, restoring snapshot: EdgeCacheStorage.Snapshot?) {
         self.id = id
@@ -120,6 +122,7 @@ public actor EdgeClient {
             "pendingWrites": .int(Int64(queue.count)),
             "cache": ["bytes": .int(Int64(remote.byteSize)), "documents": .int(Int64(remote.count))],
             "listeners": .int(Int64(listeners.count)),
+            "gc": ["garbageCollector": .string(settings.garbageCollector.rawValue), "cacheSizeBytes": .int(settings.cacheSizeBytes)],
             "lastEventId": .int(eventCounter),
         ]
     }
@@ -146,6 +149,9 @@ public actor EdgeClient {
     }
 
     public func networkJSON() -> JSON { network.json }
+
+    public var isOnline: Bool { network.online }
+    public var hasPendingWrites: Bool { !queue.isEmpty }
 
     public func setGates(_ json: JSON) throws(FiregateError) {
         guard case .object = json else { throw .invalidArgument("Gates must be a JSON object.") }

@@ -33,11 +33,15 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "Default project id and tree namespace (env FIREGATE_PROJECT).")
     var project: String = ProcessInfo.processInfo.environment["FIREGATE_PROJECT"] ?? "demo-project"
 
+    @Option(help: "Seconds between keep-alive comments on event streams (env FIREGATE_KEEPALIVE_SECONDS).")
+    var keepAliveSeconds: Double = Double(ProcessInfo.processInfo.environment["FIREGATE_KEEPALIVE_SECONDS"] ?? "") ?? 15
+
     @Option(help: "trace, debug, info, notice, warning, error or critical (env FIREGATE_LOG_LEVEL).")
     var logLevel: String = ProcessInfo.processInfo.environment["FIREGATE_LOG_LEVEL"] ?? "info"
 
     func validate() throws {
         guard (0...65535).contains(port) else { throw ValidationError("--port must be between 0 and 65535") }
+        guard keepAliveSeconds >= 0.01, keepAliveSeconds <= 3600 else { throw ValidationError("--keep-alive-seconds must be between 0.01 and 3600") }
         guard Logger.Level(rawValue: logLevel.lowercased()) != nil else { throw ValidationError("unknown --log-level \(logLevel)") }
     }
 
@@ -48,6 +52,7 @@ struct Serve: AsyncParsableCommand {
         configuration.dataDirectory = inMemory ? nil : URL(fileURLWithPath: dataDir)
         configuration.project = project
         configuration.logLevel = Logger.Level(rawValue: logLevel.lowercased()) ?? .info
+        configuration.listen.keepAliveSeconds = keepAliveSeconds
         let backend = try await FiregateServer.openBackend(configuration)
         let app = FiregateServer.makeApplication(configuration: configuration, backend: backend)
         try await app.runService()

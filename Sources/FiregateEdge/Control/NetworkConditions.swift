@@ -32,7 +32,7 @@ public struct NetworkConditions: Sendable, Equatable {
             } else {
                 let count = reject["count"]?.integerLike ?? 1
                 guard count >= 0 else { throw .invalidArgument("rejectWrites.count must not be negative.") }
-                let name = reject["status"]?.stringValue ?? "PERMISSION_DENIED"
+                let name = reject["status"]?.stringValue ?? reject["status"]?.integerLike.map { String($0) } ?? "PERMISSION_DENIED"
                 guard let status = Status(name: name), status != .ok else { throw .invalidArgument("Unknown status \"\(name)\".") }
                 rejectWrites = count == 0 ? nil : (Int(count), status)
             }

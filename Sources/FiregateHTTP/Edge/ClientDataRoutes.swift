@@ -15,7 +15,15 @@ struct ClientDataRoutes {
     static let writeIDHeader = HTTPField.Name("Firegate-Write-Id")!
     static let writeStateHeader = HTTPField.Name("Firegate-Write-State")!
 
-    func respond(_ request: Request, prefixLength: Int) async throws(FiregateError) -> Response {
+    func respond(_ request: Request, prefixLength: Int) async -> Response {
+        do {
+            return try await route(request, prefixLength: prefixLength)
+        } catch {
+            return await errorResponse(error)
+        }
+    }
+
+    func route(_ request: Request, prefixLength: Int) async throws(FiregateError) -> Response {
         let target = try DocumentRequestPath.parse(request.uri.path, prefixLength: prefixLength)
         let settings = await client.settings
         guard target.database == settings.databaseID else {
@@ -49,7 +57,7 @@ struct ClientDataRoutes {
             if items.isEmpty { items = [["readTime": readTime]] }
             return respond(documents: .array(items), read)
         case (.get, "listen"), (.post, "listen"):
-            return try await ClientListenRoute(client: client).open(target, request, params)
+            return try await ClientListenRoute(client: client, keepAliveSeconds: documents.listenOptions.keepAliveSeconds).open(target, request, params)
         case (.post, nil) where target.path.isCollection:
             return try await create(target, request, params)
         case (.patch, nil) where target.path.isDocument:
@@ -65,6 +73,12 @@ struct ClientDataRoutes {
                 return try await passThrough(target, request, operation: "commit the transaction", body: body)
             }
             let writes = try documents.parseWrites(body, documents.backend.documents.database(target.database))
+            if writes.isEmpty {
+                // Nothing to queue: an empty batch commits at once, as the SDK's does.
+                return JSONResponse.make(["commitTime": .string(await client.now().rfc3339)], headers: [
+                    ClientDataRoutes.fromCacheHeader: "false", ClientDataRoutes.pendingHeader: "false",
+                ])
+            }
             return try await write(writes, params) { state in
                 if case .acknowledged(let result)? = state { return result.json }
                 return ["writeResults": .array(writes.map { _ in [:] })]
@@ -160,21 +174,38 @@ struct ClientDataRoutes {
         }
     }
 
-    /// Queues writes as one batch; answers at once, or with `waitFor=ack` once settled.
+    /// Queues writes as one batch; answers at once, or with `waitFor=ack` once settled (the
+    /// server's error when rejected, 504 past `timeoutMs`), always naming the write.
     func write(_ writes: [Write], _ params: QueryParameters, body: (WriteState?) async -> JSON) async throws(FiregateError) -> Response {
         let batch = try await client.write(writes)
         var state = WriteState.pending
+        var headers: HTTPFields = [ClientDataRoutes.writeIDHeader: String(batch.id)]
         if params.first("waitFor") == "ack" {
-            state = await client.waitForAck(batch.id)
-            if case .rejected(let error) = state { throw error }
+            let timeout = try params.int("timeoutMs") ?? 60_000
+            state = await client.waitForAck(batch.id, timeoutMs: timeout)
+            headers[ClientDataRoutes.writeStateHeader] = state.name
+            switch state {
+            case .rejected(let error):
+                return await errorResponse(error, headers: headers)
+            case .pending:
+                return await errorResponse(FiregateError(.deadlineExceeded, "The write was not acknowledged within \(timeout) ms; it stays queued."), headers: headers)
+            case .acknowledged:
+                break
+            }
         }
         let pending = state == .pending
-        return JSONResponse.make(await body(pending ? nil : state), headers: [
-            ClientDataRoutes.writeIDHeader: String(batch.id),
-            ClientDataRoutes.writeStateHeader: state.name,
-            ClientDataRoutes.fromCacheHeader: pending ? "true" : "false",
-            ClientDataRoutes.pendingHeader: pending ? "true" : "false",
-        ])
+        headers[ClientDataRoutes.writeStateHeader] = state.name
+        headers[ClientDataRoutes.fromCacheHeader] = pending ? "true" : "false"
+        headers[ClientDataRoutes.pendingHeader] = pending ? "true" : "false"
+        return JSONResponse.make(await body(pending ? nil : state), headers: headers)
+    }
+
+    /// An error answer with the client's metadata headers (every data answer carries them).
+    func errorResponse(_ error: FiregateError, headers extra: HTTPFields = [:]) async -> Response {
+        var headers = extra
+        headers[ClientDataRoutes.fromCacheHeader] = await client.isOnline ? "false" : "true"
+        headers[ClientDataRoutes.pendingHeader] = await client.hasPendingWrites ? "true" : "false"
+        return JSONResponse.make(JSON.errorBody(error), status: .init(code: error.httpStatus), headers: headers)
     }
 
     /// Transactions and other server-only calls go straight to the backend, online only.

@@ -6,7 +6,7 @@ import Hummingbird
 /// `:listen` through an edge client: SDK-level snapshots with metadata over SSE.
 struct ClientListenRoute {
     let client: EdgeClient
-    static let keepAliveInterval: Duration = .seconds(15)
+    let keepAliveSeconds: Double
 
     func open(_ target: DocumentRequestPath, _ request: Request, _ params: QueryParameters) async throws(FiregateError) -> Response {
         let queryJSON = try await ListenQueryParameter.structuredQuery(params, request)
@@ -40,7 +40,7 @@ struct ClientListenRoute {
         let (events, continuation) = try await client.listen(query, options: options)
         let keepAlive = Task {
             while !Task.isCancelled {
-                try? await Task.sleep(for: ClientListenRoute.keepAliveInterval)
+                try? await Task.sleep(for: .milliseconds(Int64(keepAliveSeconds * 1000)))
                 continuation.yield(.keepAlive)
             }
         }

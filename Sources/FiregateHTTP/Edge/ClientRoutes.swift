@@ -40,7 +40,7 @@ struct ClientRoutes: Sendable {
         guard !id.isEmpty, id.utf8.count <= 256 else { throw .invalidArgument("Invalid client id \"\(id)\".") }
         let prefixLength = "/clients/".utf8.count + idPart.utf8.count
         if subpath.hasPrefix("/v1/") {
-            return try await ClientDataRoutes(client: clients.client(id), documents: documents).respond(request, prefixLength: prefixLength)
+            return await ClientDataRoutes(client: clients.client(id), documents: documents).respond(request, prefixLength: prefixLength)
         }
         if let verb {
             return try await control(id, verb: verb, request)
