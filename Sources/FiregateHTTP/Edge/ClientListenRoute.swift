@@ -2,6 +2,7 @@ import FiregateBackend
 import FiregateEdge
 import FiregateModel
 import Hummingbird
+import ServiceLifecycle
 
 /// `:listen` through an edge client: SDK-level snapshots with metadata over SSE.
 struct ClientListenRoute {
@@ -38,34 +39,45 @@ struct ClientListenRoute {
                           filter: .field(.documentID, .equal, .reference(target.database.resourceName(target.path))))
         }
         let (events, continuation) = try await client.listen(query, options: options)
-        let keepAlive = Task {
-            while !Task.isCancelled {
-                try? await Task.sleep(for: .milliseconds(Int64(keepAliveSeconds * 1000)))
-                continuation.yield(.keepAlive)
-            }
-        }
+        let interval = Duration.milliseconds(Int64(keepAliveSeconds * 1000))
         return Response(status: .ok, headers: ServerSentEvents.headers, body: ResponseBody { writer in
+            let keepAlive = Task {
+                while !Task.isCancelled {
+                    try? await Task.sleep(for: interval)
+                    continuation.yield(.keepAlive)
+                }
+            }
             defer {
                 keepAlive.cancel()
                 continuation.finish()
             }
             do {
-                for await event in events {
-                    switch event {
-                    case .snapshot(let id, let body):
-                        try await writer.write(ServerSentEvents.frame(event: "snapshot", id: String(id), data: body))
-                    case .sync(let token):
-                        try await writer.write(ServerSentEvents.frame(event: "sync", json: ["token": .string(token)]))
-                    case .keepAlive:
-                        try await writer.write(ServerSentEvents.keepAlive)
-                    case .error(let error):
-                        try await writer.write(ServerSentEvents.frame(event: "error", json: JSON.errorBody(error)))
-                    }
+                try await withGracefulShutdownHandler {
+                    try await ClientListenRoute.forward(events, to: &writer)
+                } onGracefulShutdown: {
+                    continuation.yield(.error(FiregateError(.unavailable, "The server is shutting down.")))
+                    continuation.finish()
                 }
                 try await writer.finish(nil)
             } catch {
                 // The client went away.
             }
         })
+    }
+
+    /// Writes a listener's events as SSE frames until the listener ends.
+    static func forward(_ events: AsyncStream<EdgeEvent>, to writer: inout any ResponseBodyWriter) async throws {
+        for await event in events {
+            switch event {
+            case .snapshot(let id, let body):
+                try await writer.write(ServerSentEvents.frame(event: "snapshot", id: String(id), data: body))
+            case .sync(let token):
+                try await writer.write(ServerSentEvents.frame(event: "sync", json: ["token": .string(token)]))
+            case .keepAlive:
+                try await writer.write(ServerSentEvents.keepAlive)
+            case .error(let error):
+                try await writer.write(ServerSentEvents.frame(event: "error", json: JSON.errorBody(error)))
+            }
+        }
     }
 }
