@@ -52,7 +52,7 @@ extension Write {
             self.init(path: path, operation: .verify, precondition: precondition)
         }
         var seen = Set<FieldPath>()
-        for transform in transforms {
+        for transform in self.transforms {
             guard seen.insert(transform.field).inserted else {
                 throw .invalidArgument("Field \(transform.field) is transformed more than once in one write.")
             }
