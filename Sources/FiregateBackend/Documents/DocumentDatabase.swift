@@ -52,7 +52,8 @@ public final class DocumentDatabase: Sendable {
             let snapshot = try resolve(consistency, in: &state)
             let found = paths.map { ($0, state.document($0, at: snapshot.time)) }
             if let tx = snapshot.recordingTransaction {
-                for (path, doc) in found { state.transactions[tx]?.reads[path] = doc?.updateTime }
+                // `.some`: assigning a plain nil would remove the entry instead of recording "missing".
+                for (path, doc) in found { state.transactions[tx]?.reads[path] = .some(doc?.updateTime) }
             }
             return ReadResult(value: found, readTime: snapshot.readTime, transaction: snapshot.newTransaction)
         }
