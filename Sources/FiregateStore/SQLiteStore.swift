@@ -22,6 +22,8 @@ public final class SQLiteStore: Sendable {
         if let directory {
             try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
             let pool = try DatabasePool(path: directory.appendingPathComponent("firegate.sqlite").path, configuration: configuration)
+            // GRDB's WAL setup sets synchronous=NORMAL after prepareDatabase ran: make it FULL again.
+            try pool.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA synchronous = FULL") }
             writer = pool
         } else {
             writer = try DatabaseQueue(configuration: configuration)
