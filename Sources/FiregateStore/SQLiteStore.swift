@@ -16,6 +16,9 @@ public final class SQLiteStore: Sendable {
 
     public init(directory: URL?, migrations: [StoreMigration]) throws {
         var configuration = Configuration()
+        // Wait for a briefly held lock (another connection closing, checkpointing or inspecting
+        // the file) instead of failing at once with SQLITE_BUSY.
+        configuration.busyMode = .timeout(10)
         configuration.prepareDatabase { db in
             try db.execute(sql: "PRAGMA synchronous = FULL")
         }
