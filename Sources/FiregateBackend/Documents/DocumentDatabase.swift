@@ -25,6 +25,8 @@ public final class DocumentDatabase: Sendable {
         self.storage = storage
         state.withLock { state in
             for document in documents { state.put(document) }
+            // Loaded documents come without their history: refuse reads of earlier times.
+            if !documents.isEmpty { state.prunedThrough = clock.now() }
         }
     }
 
