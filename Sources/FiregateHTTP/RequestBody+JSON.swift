@@ -28,6 +28,16 @@ extension Request {
         }
     }
 
+    /// The body as a request message: a JSON object, `{}` when empty. Anything else is refused
+    /// the way a proto3 JSON parser refuses it.
+    func jsonObjectBody() async throws(FiregateError) -> JSON {
+        guard let body = try await jsonBody() else { return [:] }
+        guard case .object = body else {
+            throw FiregateError(.invalidArgument, "Invalid JSON payload received. Root element must be a message (a JSON object).")
+        }
+        return body
+    }
+
     /// Query parameters decoded, in order, repeats kept (`mask.fieldPaths=a&mask.fieldPaths=b`).
     var queryItems: [(name: String, value: String)] {
         guard let query = uri.query, !query.isEmpty else { return [] }

@@ -71,7 +71,7 @@ extension DocumentRoutes {
     }
 
     func batchGet(_ database: DocumentDatabase, _ request: Request) async throws(FiregateError) -> Response {
-        let body = try await request.jsonBody() ?? [:]
+        let body = try await request.jsonObjectBody()
         guard let names = body.member("documents")?.arrayValue else { throw .invalidArgument("batchGet needs a documents list.") }
         let paths = try names.map { item throws(FiregateError) -> ResourcePath in
             guard let name = item.stringValue else { throw .invalidArgument("documents must be names.") }
@@ -103,7 +103,7 @@ extension DocumentRoutes {
     }
 
     func runQuery(_ database: DocumentDatabase, _ parent: ResourcePath, _ request: Request) async throws(FiregateError) -> Response {
-        let body = try await request.jsonBody() ?? [:]
+        let body = try await request.jsonObjectBody()
         guard let structured = body.member("structuredQuery"), structured != .null else {
             throw .invalidArgument("runQuery needs a structuredQuery.")
         }
@@ -120,7 +120,7 @@ extension DocumentRoutes {
     }
 
     func runAggregationQuery(_ database: DocumentDatabase, _ parent: ResourcePath, _ request: Request) async throws(FiregateError) -> Response {
-        let body = try await request.jsonBody() ?? [:]
+        let body = try await request.jsonObjectBody()
         guard let aggregationQuery = body.member("structuredAggregationQuery"), aggregationQuery != .null,
               let structured = aggregationQuery.member("structuredQuery"), structured != .null
         else {
@@ -137,7 +137,7 @@ extension DocumentRoutes {
     }
 
     func listCollectionIDs(_ database: DocumentDatabase, _ parent: ResourcePath, _ request: Request) async throws(FiregateError) -> Response {
-        let body = try await request.jsonBody() ?? [:]
+        let body = try await request.jsonObjectBody()
         var ids = database.listCollectionIDs(parent: parent)
         if let token = body.member("pageToken")?.stringValue, !token.isEmpty {
             let after = try PageToken.collection(token)

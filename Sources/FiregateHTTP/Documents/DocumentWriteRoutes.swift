@@ -6,7 +6,7 @@ import Hummingbird
 extension DocumentRoutes {
     func createDocument(_ database: DocumentDatabase, _ collection: ResourcePath, _ request: Request) async throws(FiregateError) -> Response {
         let params = QueryParameters(request)
-        let body = try await request.jsonBody() ?? [:]
+        let body = try await request.jsonObjectBody()
         let id = params.first("documentId").flatMap { $0.isEmpty ? nil : $0 } ?? AutoID.make()
         try ResourcePath.validateID(id)
         let path = collection.appending(id)
@@ -22,7 +22,7 @@ extension DocumentRoutes {
 
     func patchDocument(_ database: DocumentDatabase, _ path: ResourcePath, _ request: Request) async throws(FiregateError) -> Response {
         let params = QueryParameters(request)
-        let body = try await request.jsonBody() ?? [:]
+        let body = try await request.jsonObjectBody()
         if let name = body.member("name")?.stringValue, !name.isEmpty, try database.id.path(fromName: name) != path {
             throw .invalidArgument("The document name in the body does not match the URL.")
         }
@@ -62,7 +62,7 @@ extension DocumentRoutes {
     }
 
     func commit(_ database: DocumentDatabase, _ request: Request) async throws(FiregateError) -> Response {
-        let body = try await request.jsonBody() ?? [:]
+        let body = try await request.jsonObjectBody()
         let writes = try parseWrites(body, database)
         var transaction: String?
         if let tx = body.member("transaction"), tx != .null {
@@ -77,7 +77,7 @@ extension DocumentRoutes {
     }
 
     func batchWrite(_ database: DocumentDatabase, _ request: Request) async throws(FiregateError) -> Response {
-        let body = try await request.jsonBody() ?? [:]
+        let body = try await request.jsonObjectBody()
         let writes = try parseWrites(body, database)
         let results = try await database.batchWrite(writes)
         var writeResults: [JSON] = []
@@ -96,14 +96,14 @@ extension DocumentRoutes {
     }
 
     func beginTransaction(_ database: DocumentDatabase, _ request: Request) async throws(FiregateError) -> Response {
-        let body = try await request.jsonBody() ?? [:]
+        let body = try await request.jsonObjectBody()
         let options = try body.member("options").map { options throws(FiregateError) in try TransactionOptions(json: options) }
         let id = try database.beginTransaction(options ?? .readWrite(retrying: nil))
         return JSONResponse.make(["transaction": .string(id)])
     }
 
     func rollback(_ database: DocumentDatabase, _ request: Request) async throws(FiregateError) -> Response {
-        let body = try await request.jsonBody() ?? [:]
+        let body = try await request.jsonObjectBody()
         guard let id = body.member("transaction")?.stringValue, !id.isEmpty else {
             throw .invalidArgument("rollback needs a transaction.")
         }
