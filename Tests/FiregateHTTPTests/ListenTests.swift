@@ -181,6 +181,67 @@ final class ListenStreamTests: XCTestCase {
     }
 }
 
+final class ListenLifecycleTests: XCTestCase {
+    func testServerShutdownEndsOpenStreamsWithAnError() async throws {
+        nonisolated(unsafe) var open: RawHTTPStream?
+        try await withServer(setup: .live) { client, _ in
+            let stream = try RawHTTPStream(port: try XCTUnwrap(client.port), path: "\(base)/c/d:listen")
+            await waitForEvents(stream, 1)
+            open = stream
+        }
+        // withServer shut the server down gracefully with the stream still open.
+        let stream = try XCTUnwrap(open)
+        let ended = await stream.read { $0.body.ended }
+        XCTAssertTrue(ended, "the stream must not hang: \(stream.body.text)")
+        let last = try XCTUnwrap(snapshots(stream).last)
+        XCTAssertEqual(last.name, "error")
+        XCTAssertEqual(last.data, #"{"error":{"code":503,"message":"The server is shutting down.","status":"UNAVAILABLE"}}"#)
+    }
+
+    func testLastEventIDAsQueryParameter() async throws {
+        try await withServer(setup: .live) { client, backend in
+            let db = backend.documents.database(testDB)
+            _ = try await db.commit([setWrite("c/d", ["v": .integer(1)])])
+            let token = db.resumeToken(sequence: 1)
+            _ = try await db.commit([setWrite("c/d", ["v": .integer(2)])])
+            let stream = try RawHTTPStream(port: try XCTUnwrap(client.port), path: "\(base):listen?query=\(percentEncode(#"{"from":[{"collectionId":"c"}]}"#))&lastEventId=\(token)")
+            await waitForEvents(stream, 1)
+            let data = try JSONParser.parse(try XCTUnwrap(snapshots(stream)[0].data))
+            XCTAssertEqual(data["changes"]?.arrayValue?.map { $0["type"] }, ["modified"])
+            stream.disconnect()
+        }
+    }
+
+    /// End to end: a reader that stops reading while ~50 MB of frames would be due gets a reset
+    /// (through the bounded feed, or socket backpressure on top of it), not every frame.
+    func testSlowReaderOverHTTPIsResetNotSentEveryFrame() async throws {
+        var options = ListenOptions()
+        options.bufferLimit = 4
+        options.keepAliveSeconds = 3600
+        try await withServer(setup: .live, listen: options) { client, backend in
+            let db = backend.documents.database(testDB)
+            let query = #"{"from":[{"collectionId":"c"}],"orderBy":[{"field":{"fieldPath":"n"},"direction":"DESCENDING"}],"limit":1}"#
+            let stream = try RawHTTPStream(port: try XCTUnwrap(client.port), path: "\(base):listen?changesOnly=true&query=\(percentEncode(query))")
+            await waitForEvents(stream, 1)
+            // The client stops reading; every commit changes the one-document window (~2 × 64 KB per frame).
+            let payload = Value.string(String(repeating: "x", count: 64 * 1024))
+            let commits = 400
+            for n in 1...commits {
+                _ = try await db.commit([setWrite("c/d\(n)", ["n": .integer(Int64(n)), "s": payload])])
+            }
+            // Now read everything: the stream must have fallen behind and been reset, not have queued every frame.
+            let caughtUp = await stream.read(timeout: 60) { s in
+                s.body.text.contains(#""newIndex":0,"document":{"name":"\#(root)/c/d\#(commits)""#)
+            }
+            XCTAssertTrue(caughtUp)
+            let events = snapshots(stream)
+            XCTAssertTrue(events.contains { $0.data?.contains(#""reset":true"#) ?? false }, "no reset after \(events.count) events")
+            XCTAssertLessThan(events.count, commits + 1, "every commit was queued for the slow reader")
+            stream.disconnect()
+        }
+    }
+}
+
 /// A response body writer that records frames and can hold writes, to drive a listen stream
 /// deterministically (a slow reader, a client that goes away).
 final class FrameLog: @unchecked Sendable {
