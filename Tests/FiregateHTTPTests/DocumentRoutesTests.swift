@@ -123,6 +123,10 @@ final class DocumentCRUDRouteTests: XCTestCase {
             assertError(try await client.send(.patch, "\(base)/c/d?currentDocument.exists=false", "{}"), 409, "ALREADY_EXISTS")
             assertError(try await client.send(.patch, "\(base)/c/d?currentDocument.updateTime=2001-01-01T00:00:00Z", "{}"), 400, "FAILED_PRECONDITION")
             assertError(try await client.send(.patch, "\(base)/c/d?currentDocument.exists=maybe", "{}"), 400, "INVALID_ARGUMENT")
+            assertError(try await client.send(.patch, "\(base)/c/d?currentDocument.exists=true&currentDocument.updateTime=\(updateTime)", "{}"),
+                        400, "INVALID_ARGUMENT", contains: "not both")
+            assertError(try await client.send(.delete, "\(base)/c/d?currentDocument.exists=true&currentDocument.updateTime=\(updateTime)"),
+                        400, "INVALID_ARGUMENT", contains: "not both")
             let matching = try await client.send(.patch, "\(base)/c/d?currentDocument.updateTime=\(updateTime)", #"{"fields":{"b":{"booleanValue":true}}}"#)
             XCTAssertEqual(matching.status, 200, matching.text)
             XCTAssertEqual(JSONWriter.string(matching.json?["fields"] ?? nil), #"{"b":{"booleanValue":true}}"#, "no mask replaces the document")

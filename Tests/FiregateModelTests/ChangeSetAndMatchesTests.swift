@@ -52,6 +52,16 @@ final class DocumentChangeSetTests: XCTestCase {
         XCTAssertEqual(DocumentChangeSet.changes(from: old, to: [], query: byA, database: testDB).map(\.newIndex), [-1, -1])
     }
 
+    func testDocumentsHoldingNaNAreNotReportedAsModifiedForNothing() {
+        let withNaN = makeDoc("c/a", ["a": .integer(1), "x": .double(.nan)])
+        let b = doc("b", 2), b2 = doc("b", 3, time: 2)
+        // Built separately, as the same stored document read twice may be (no shared storage).
+        let again = makeDoc("c/a", ["a": .integer(1), "x": .double(.nan)])
+        XCTAssertEqual(withNaN, again, "a document equals itself, NaN fields included")
+        let changes = DocumentChangeSet.changes(from: [withNaN, b], to: [again, b2], query: byA, database: testDB)
+        XCTAssertEqual(summary(changes), ["modified b 1→1"])
+    }
+
     func testGroupsAreEachInQueryOrder() {
         let old = [doc("a", 1), doc("b", 2), doc("c", 3), doc("d", 4)]
         let new = [doc("e", 0), doc("b", 2), doc("f", 5), doc("g", 6)]

@@ -185,6 +185,10 @@ final class TimestampTests: XCTestCase {
         XCTAssertNil(parse("2024-01-02T03:04:05+0200"))
         XCTAssertNil(parse("2024-01-02T03:04:05+02"))
         XCTAssertNil(parse("2024-01-02T03:04:05+02:00Z"))
+        XCTAssertNil(parse("2024-01-02T03:04:05+24:00"), "offset hours are 00-23")
+        XCTAssertNil(parse("2024-01-02T03:04:05+99:99"))
+        XCTAssertNil(parse("2024-01-02T03:04:05-01:60"), "offset minutes are 00-59")
+        XCTAssertEqual(parse("2024-01-02T03:04:05+23:59")?.seconds, 1_704_164_645 - 86_340)
     }
 
     func testInvalidDates() {

@@ -189,6 +189,24 @@ final class WriteApplyTests: XCTestCase {
         XCTAssertEqual(transformed.transformResults, [.integer(1)])
     }
 
+    func testNoOpDetectionIsIdentityOfStoredValues() throws {
+        let nan = Document(path: rpath("c/d"), fields: ["x": .double(.nan), "m": .map(["a": .array([.double(.nan)])])],
+                           createTime: existing.createTime, updateTime: existing.updateTime)
+        // Parsed afresh, as a client rewriting the same data sends it (no storage shared with the stored document).
+        let rewritten = try Value.parseFields(json(#"{"x":{"doubleValue":"NaN"},"m":{"mapValue":{"fields":{"a":{"arrayValue":{"values":[{"doubleValue":"NaN"}]}}}}}}"#))
+        let same = try applyWrite(Write(path: rpath("c/d"), operation: .update(fields: rewritten, mask: nil)), to: nan)
+        XCTAssertFalse(same.changed, "rewriting NaN with NaN changes nothing")
+        XCTAssertEqual(same.document?.updateTime, existing.updateTime)
+        // 3 and 3.0, or 0 and -0, compare equal in queries but are different stored values.
+        let int = makeDoc("c/d", ["n": .integer(3)])
+        XCTAssertTrue(try applyWrite(Write(path: rpath("c/d"), operation: .update(fields: ["n": .double(3)], mask: nil)), to: int).changed)
+        let zero = makeDoc("c/d", ["n": .double(0)])
+        XCTAssertTrue(try applyWrite(Write(path: rpath("c/d"), operation: .update(fields: ["n": .double(-0.0)], mask: nil)), to: zero).changed)
+        XCTAssertNotEqual(Value.double(0), Value.double(-0.0))
+        XCTAssertEqual(Value.array([.double(.nan)]), Value.array([.double(.nan)]))
+        XCTAssertNotEqual(Value.integer(1), Value.double(1))
+    }
+
     func testDeleteAndVerify() throws {
         let deleted = try applyWrite(Write(path: rpath("c/d"), operation: .delete), to: existing)
         XCTAssertNil(deleted.document)
