@@ -323,6 +323,11 @@ final class WriteJSONTests: XCTestCase {
             (#"{"delete":5}"#, "document name"),
             (#"{"delete":"\#(docName("c"))"}"#, "not a document name"),
             (#"{"transform":{"fieldTransforms":[]}}"#, "document name"),
+            (#"{"verify":"\#(docName("c"))"}"#, "not a document name"),
+            (#"{"verify":"projects/p/databases/(default)/documents"}"#, "not a document name"),
+            (#"{"transform":{"document":"\#(target)","fieldTransforms":{}}}"#, "list"),
+            (#"{"update":{"name":"\#(target)"},"updateMask":{"fieldPaths":"a"}}"#, "list"),
+            (#"{"update":{"name":"\#(target)"},"updateTransforms":[{"fieldPath":"a","appendMissingElements":{"values":{}}}]}"#, "list"),
         ]
         for (text, message) in cases {
             assertFiregateError(.invalidArgument, contains: message) { try write(text) }
