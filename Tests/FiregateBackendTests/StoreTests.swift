@@ -178,6 +178,42 @@ final class PersistenceTests: XCTestCase {
         }
     }
 
+    func testConcurrentDurableCommitsArePublishedInOrderAndAllSurvive() async throws {
+        let directory = try temporaryDirectory(self)
+        var acknowledged: [String: Timestamp] = [:]
+        try await withBackend(directory) { backend in
+            let db = backend.documents.database(testDB)
+            let start = db.listen(Query(collectionID: "c"), bufferLimit: 1000, resumeAfter: nil)
+            defer { start.subscription.cancel() }
+            let results = try await withThrowingTaskGroup(of: (String, Timestamp).self) { group in
+                for i in 0..<200 {
+                    group.addTask {
+                        let result = try await db.commit([set("c/d\(i % 50)", ["i": .integer(Int64(i))]), set("log/\(i)", [:])])
+                        return ("c/d\(i % 50)", result.commitTime)
+                    }
+                }
+                return try await group.reduce(into: [(String, Timestamp)]()) { $0.append($1) }
+            }
+            for (path, time) in results where time > acknowledged[path] ?? Timestamp(seconds: 0, nanos: 0) { acknowledged[path] = time }
+            var last: Int64 = 0
+            var lastTime = Timestamp(seconds: 0, nanos: 0)
+            for _ in 0..<200 {
+                guard case .commit(let record)? = await nextEvent(start.subscription) else { return XCTFail("expected a commit") }
+                XCTAssertEqual(record.sequence, last + 1)
+                XCTAssertGreaterThan(record.commitTime, lastTime)
+                last = record.sequence
+                lastTime = record.commitTime
+            }
+        }
+        try await withBackend(directory) { reopened in
+            let db = reopened.documents.database(testDB)
+            XCTAssertEqual(db.documentCount, 250)
+            for (path, time) in acknowledged {
+                XCTAssertEqual(try db.get(rpath(path)).value?.updateTime, time, "the last acknowledged write of \(path) is the one on disk")
+            }
+        }
+    }
+
     func testOnDiskStoreIsFullySynchronous() async throws {
         let directory = try temporaryDirectory(self)
         try await withBackend(directory) { backend in
