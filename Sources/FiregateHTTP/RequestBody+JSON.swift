@@ -28,10 +28,13 @@ extension Request {
         }
     }
 
-    /// The body as a JSON object; an empty body is `{}`, anything but an object is refused.
+    /// The body as a request message: a JSON object, `{}` when empty. Anything else is refused
+    /// the way a proto3 JSON parser refuses it.
     func jsonObjectBody() async throws(FiregateError) -> JSON {
         guard let body = try await jsonBody() else { return [:] }
-        guard case .object = body else { throw .invalidArgument("Invalid JSON payload received. Expected an object.") }
+        guard case .object = body else {
+            throw FiregateError(.invalidArgument, "Invalid JSON payload received. Root element must be a message (a JSON object).")
+        }
         return body
     }
 

@@ -90,7 +90,8 @@ public struct JSONWriter {
         }
         let abs = Swift.abs(d)
         var text = "\(d)"  // Swift prints the shortest round-trip representation.
-        if abs >= 1e-7 && abs < 1e21 {
+        // JS switches to exponent form below 1e-6 (Number::toString: decimal exponent n > -6).
+        if abs >= 1e-6 && abs < 1e21 {
             if text.contains("e") {
                 // Expand exponent form (e.g. 1e-05 → 0.00001) as JS does in this range.
                 text = expandExponent(text)

@@ -109,7 +109,7 @@ public struct Timestamp: Sendable, Hashable, Comparable, CustomStringConvertible
             i += 1
         } else if b[i] == UInt8(ascii: "+") || b[i] == UInt8(ascii: "-") {
             let sign = b[i] == UInt8(ascii: "+") ? 1 : -1
-            guard let oh = num(i + 1, 2), i + 3 < b.count, b[i + 3] == 0x3A, let om = num(i + 4, 2) else { return nil }
+            guard let oh = num(i + 1, 2), i + 3 < b.count, b[i + 3] == 0x3A, let om = num(i + 4, 2), oh < 24, om < 60 else { return nil }
             offset = sign * (oh * 3600 + om * 60)
             i += 6
         } else {

@@ -16,12 +16,17 @@ public final class SQLiteStore: Sendable {
 
     public init(directory: URL?, migrations: [StoreMigration]) throws {
         var configuration = Configuration()
+        // Wait for a briefly held lock (another connection closing, checkpointing or inspecting
+        // the file) instead of failing at once with SQLITE_BUSY.
+        configuration.busyMode = .timeout(10)
         configuration.prepareDatabase { db in
             try db.execute(sql: "PRAGMA synchronous = FULL")
         }
         if let directory {
             try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
             let pool = try DatabasePool(path: directory.appendingPathComponent("firegate.sqlite").path, configuration: configuration)
+            // GRDB's WAL setup sets synchronous=NORMAL after prepareDatabase ran: make it FULL again.
+            try pool.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA synchronous = FULL") }
             writer = pool
         } else {
             writer = try DatabaseQueue(configuration: configuration)

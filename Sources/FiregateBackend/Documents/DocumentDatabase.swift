@@ -25,6 +25,8 @@ public final class DocumentDatabase: Sendable {
         self.storage = storage
         state.withLock { state in
             for document in documents { state.put(document) }
+            // Loaded documents come without their history: refuse reads of earlier times.
+            if !documents.isEmpty { state.prunedThrough = clock.now() }
         }
     }
 
@@ -52,7 +54,8 @@ public final class DocumentDatabase: Sendable {
             let snapshot = try resolve(consistency, in: &state)
             let found = paths.map { ($0, state.document($0, at: snapshot.time)) }
             if let tx = snapshot.recordingTransaction {
-                for (path, doc) in found { state.transactions[tx]?.reads.updateValue(doc?.updateTime, forKey: path) }
+                // `.some`: assigning a plain nil would remove the entry instead of recording "missing".
+                for (path, doc) in found { state.transactions[tx]?.reads[path] = .some(doc?.updateTime) }
             }
             return ReadResult(value: found, readTime: snapshot.readTime, transaction: snapshot.newTransaction)
         }

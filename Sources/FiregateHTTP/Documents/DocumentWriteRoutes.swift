@@ -33,10 +33,7 @@ extension DocumentRoutes {
         if !maskPaths.isEmpty {
             mask = try maskPaths.map { text throws(FiregateError) in try FieldPath.parseWritable(text) }
         }
-        var precondition = Precondition()
-        precondition.exists = try params.bool("currentDocument.exists")
-        precondition.updateTime = try params.timestamp("currentDocument.updateTime")
-        let write = Write(path: path, operation: .update(fields: fields, mask: mask), precondition: precondition)
+        let write = Write(path: path, operation: .update(fields: fields, mask: mask), precondition: try params.precondition())
         _ = try await database.commit([write])
         return try respondWithDocument(database, path, mask: try params.mask())
     }
@@ -48,10 +45,7 @@ extension DocumentRoutes {
 
     func deleteDocument(_ database: DocumentDatabase, _ path: ResourcePath, _ request: Request) async throws(FiregateError) -> Response {
         let params = QueryParameters(request)
-        var precondition = Precondition()
-        precondition.exists = try params.bool("currentDocument.exists")
-        precondition.updateTime = try params.timestamp("currentDocument.updateTime")
-        _ = try await database.commit([Write(path: path, operation: .delete, precondition: precondition)])
+        _ = try await database.commit([Write(path: path, operation: .delete, precondition: try params.precondition())])
         return JSONResponse.make([:])
     }
 

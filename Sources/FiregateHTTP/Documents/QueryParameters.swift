@@ -50,6 +50,15 @@ struct QueryParameters {
         return t
     }
 
+    /// `currentDocument.exists` / `currentDocument.updateTime`; at most one of them.
+    func precondition() throws(FiregateError) -> Precondition {
+        let precondition = Precondition(exists: try bool("currentDocument.exists"), updateTime: try timestamp("currentDocument.updateTime"))
+        if precondition.exists != nil, precondition.updateTime != nil {
+            throw .invalidArgument("A precondition can set exists or updateTime, not both.")
+        }
+        return precondition
+    }
+
     /// `mask.fieldPaths` as field paths, or nil when absent.
     func mask(_ name: String = "mask.fieldPaths") throws(FiregateError) -> [FieldPath]? {
         let paths = all(name)

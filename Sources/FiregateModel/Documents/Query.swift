@@ -114,18 +114,20 @@ public struct Query: Sendable, Equatable {
     public var collectionPath: ResourcePath { parent.appending(collectionID) }
 
     /// The full order: explicit orderings, then inequality fields not yet ordered (by field
-    /// name), then `__name__` in the direction of the last ordering.
+    /// name), then `__name__` — the appended ones in the direction of the last explicit ordering
+    /// (ascending without one), as StructuredQuery.order_by specifies.
     public var orderBy: [Ordering] {
         var result = explicitOrderBy
         var seen = Set(result.map(\.field))
+        let descending = explicitOrderBy.last?.descending ?? false
         if let filter {
-            for field in filter.inequalityFields.sorted() where !seen.contains(field) {
-                result.append(Ordering(field: field))
+            for field in filter.inequalityFields.sorted() where !seen.contains(field) && !field.isDocumentID {
+                result.append(Ordering(field: field, descending: descending))
                 seen.insert(field)
             }
         }
         if !seen.contains(.documentID) {
-            result.append(Ordering(field: .documentID, descending: result.last?.descending ?? false))
+            result.append(Ordering(field: .documentID, descending: descending))
         }
         return result
     }

@@ -12,10 +12,12 @@ extension Query {
         return collection == collectionPath
     }
 
-    /// Membership, filter and ordered-field presence (not the cursors or the window).
+    /// Membership, filter and ordered-field presence (not the cursors or the window). Implicitly
+    /// ordered inequality fields count too: `a > 1 || b == 1` orders by `a`, so `{b: 1}` is out
+    /// (JS SDK queryMatchesOrderBy).
     public func matches(_ document: Document, database: DatabaseID) -> Bool {
         guard containsPath(document.path) else { return false }
-        for ordering in explicitOrderBy where !ordering.field.isDocumentID {
+        for ordering in orderBy where !ordering.field.isDocumentID {
             if document.value(at: ordering.field, database: database) == nil { return false }
         }
         guard let filter else { return true }

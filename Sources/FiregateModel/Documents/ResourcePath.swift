@@ -59,7 +59,7 @@ public struct ResourcePath: Sendable, Hashable, Comparable, CustomStringConverti
         if segment.utf8.count > 1500 {
             throw .invalidArgument("Invalid path \"\(path)\": ids must be at most 1500 bytes.")
         }
-        if segment.count >= 4, segment.hasPrefix("__"), segment.hasSuffix("__") {
+        if segment.utf8.count >= 4, segment.hasPrefix("__"), segment.hasSuffix("__") {
             throw .invalidArgument("Invalid path \"\(path)\": ids matching __.*__ are reserved.")
         }
     }

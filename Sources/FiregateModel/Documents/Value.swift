@@ -60,3 +60,30 @@ public indirect enum Value: Sendable, Equatable {
         return nil
     }
 }
+
+extension Value {
+    /// Identity of stored values (no-op writes, snapshot diffs): doubles compare by bits with every
+    /// NaN equal, so a document holding NaN equals itself and -0 differs from 0; strings by bytes.
+    /// Query equality, where 3 == 3.0, is `Value.equals`.
+    public static func == (a: Value, b: Value) -> Bool {
+        switch (a, b) {
+        case (.null, .null): true
+        case (.boolean(let x), .boolean(let y)): x == y
+        case (.integer(let x), .integer(let y)): x == y
+        case (.double(let x), .double(let y)): sameDouble(x, y)
+        case (.timestamp(let x), .timestamp(let y)): x == y
+        case (.string(let x), .string(let y)): x.utf8.elementsEqual(y.utf8)
+        case (.bytes(let x), .bytes(let y)): x == y
+        case (.reference(let x), .reference(let y)): x.utf8.elementsEqual(y.utf8)
+        case (.geoPoint(let xa, let xo), .geoPoint(let ya, let yo)): sameDouble(xa, ya) && sameDouble(xo, yo)
+        case (.array(let x), .array(let y)): x == y
+        case (.map(let x), .map(let y)): x == y
+        case (.serverTimestamp(let xt, let xp), .serverTimestamp(let yt, let yp)): xt == yt && xp == yp
+        default: false
+        }
+    }
+
+    static func sameDouble(_ x: Double, _ y: Double) -> Bool {
+        x.bitPattern == y.bitPattern || (x.isNaN && y.isNaN)
+    }
+}

@@ -133,6 +133,8 @@ extension Value {
         case .double(let d):
             if d.isNaN { return ["doubleValue": "NaN"] }
             if d.isInfinite { return ["doubleValue": .string(d < 0 ? "-Infinity" : "Infinity")] }
+            // JSON numbers print -0 as 0; the string form keeps the sign (JS SDK number_serializer).
+            if d == 0, d.sign == .minus { return ["doubleValue": "-0"] }
             return ["doubleValue": .double(d)]
         case .timestamp(let t): return ["timestampValue": .string(t.rfc3339)]
         case .string(let s): return ["stringValue": .string(s)]

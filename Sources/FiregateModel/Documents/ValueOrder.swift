@@ -57,7 +57,8 @@ extension Value {
     }
 
     public static func compareUTF8(_ x: String, _ y: String) -> Int {
-        if x == y { return 0 }
+        // Not `x == y`: Swift string equality is canonical equivalence ("e\u{301}" == "é"),
+        // Firestore compares bytes.
         var ix = x.utf8.makeIterator(), iy = y.utf8.makeIterator()
         while true {
             switch (ix.next(), iy.next()) {

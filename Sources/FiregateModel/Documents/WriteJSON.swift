@@ -28,7 +28,9 @@ extension Write {
             try Write.validateFieldNames(fields)
             var mask: [FieldPath]?
             if let maskJSON = json.member("updateMask"), maskJSON != .null {
-                mask = try (maskJSON.member("fieldPaths")?.arrayValue ?? []).map { item throws(FiregateError) in
+                let paths = maskJSON.member("fieldPaths") ?? .null
+                guard let list = paths == .null ? [] : paths.arrayValue else { throw .invalidArgument("updateMask.fieldPaths must be a list.") }
+                mask = try list.map { item throws(FiregateError) in
                     guard let text = item.stringValue else { throw .invalidArgument("updateMask.fieldPaths must be strings.") }
                     return try FieldPath.parseWritable(text)
                 }
@@ -43,16 +45,18 @@ extension Write {
             guard let name = transform.member("document")?.stringValue else { throw .invalidArgument("A transform write needs the document name.") }
             let path = try database.path(fromName: name)
             guard path.isDocument else { throw .invalidArgument("\"\(name)\" is not a document name.") }
-            let items = transform.member("fieldTransforms")?.arrayValue ?? []
+            let fieldTransforms = transform.member("fieldTransforms") ?? .null
+            guard let items = fieldTransforms == .null ? [] : fieldTransforms.arrayValue else { throw .invalidArgument("fieldTransforms must be a list.") }
             let list = try items.map { item throws(FiregateError) in try FieldTransform(json: item) }
             self.init(path: path, operation: .transform, transforms: list, precondition: precondition)
         } else {
             guard let name = verify?.stringValue else { throw .invalidArgument("verify must be a document name.") }
             let path = try database.path(fromName: name)
+            guard path.isDocument else { throw .invalidArgument("\"\(name)\" is not a document name.") }
             self.init(path: path, operation: .verify, precondition: precondition)
         }
         var seen = Set<FieldPath>()
-        for transform in transforms {
+        for transform in self.transforms {
             guard seen.insert(transform.field).inserted else {
                 throw .invalidArgument("Field \(transform.field) is transformed more than once in one write.")
             }
@@ -116,7 +120,9 @@ extension FieldTransform {
         }
         func values(_ name: String) throws(FiregateError) -> [Value]? {
             guard let j = json.member(name), j != .null else { return nil }
-            return try (j.member("values")?.arrayValue ?? []).map { item throws(FiregateError) in try Value(json: item) }
+            let list = j.member("values") ?? .null
+            guard let items = list == .null ? [] : list.arrayValue else { throw .invalidArgument("\(name).values must be a list.") }
+            return try items.map { item throws(FiregateError) in try Value(json: item) }
         }
         if let server = json.member("setToServerValue"), server != .null {
             guard server == .string("REQUEST_TIME") || server == .int(1) else {

@@ -1,0 +1,173 @@
+@testable import FiregateBackend
+import FiregateModel
+import FiregateStore
+import XCTest
+
+final class ChangeFeedTests: XCTestCase {
+    func testCommitsArriveInOrderWithTheirChanges() async throws {
+        let db = try memoryDatabase()
+        _ = try await db.commit([set("c/a", ["n": .integer(0)])])
+        let start = db.listen(Query(collectionID: "c"), bufferLimit: 100, resumeAfter: nil)
+        defer { start.subscription.cancel() }
+        XCTAssertEqual(start.sequence, 1)
+        XCTAssertEqual(start.matches.sorted.map(\.path), [rpath("c/a")])
+        let t2 = try await db.commit([set("c/a", ["n": .integer(1)])]).commitTime
+        _ = try await db.commit([set("c/b", [:]), set("x/y", [:])])
+        _ = try await db.commit([delete("c/a")])
+        _ = try await db.commit([delete("c/nothing")])  // changes nothing: not published
+        var records: [CommitRecord] = []
+        for _ in 0..<3 {
+            guard case .commit(let record)? = await nextEvent(start.subscription) else { return XCTFail("expected a commit") }
+            records.append(record)
+        }
+        XCTAssertEqual(records.map(\.sequence), [2, 3, 4])
+        XCTAssertEqual(records[0].commitTime, t2)
+        XCTAssertEqual(records[0].changes.first?.before?.fields, ["n": .integer(0)])
+        XCTAssertEqual(records[0].changes.first?.after?.fields, ["n": .integer(1)])
+        XCTAssertEqual(Set(records[1].changes.map(\.path)), [rpath("c/b"), rpath("x/y")])
+        XCTAssertNil(records[2].changes.first?.after)
+        XCTAssertEqual(start.subscription.buffered, 0)
+    }
+
+    func testManyConcurrentCommitsArriveInSequenceOrder() async throws {
+        let db = try memoryDatabase()
+        let start = db.listen(Query(collectionID: "c"), bufferLimit: 1000, resumeAfter: nil)
+        defer { start.subscription.cancel() }
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for i in 0..<100 {
+                group.addTask { _ = try await db.commit([set("c/d\(i % 7)", ["i": .integer(Int64(i))])]) }
+            }
+            try await group.waitForAll()
+        }
+        var sequences: [Int64] = []
+        var times: [Timestamp] = []
+        for _ in 0..<100 {
+            guard case .commit(let record)? = await nextEvent(start.subscription) else { return XCTFail("expected a commit") }
+            sequences.append(record.sequence)
+            times.append(record.commitTime)
+        }
+        XCTAssertEqual(sequences, Array(1...100))
+        XCTAssertEqual(times, times.sorted())
+        XCTAssertEqual(Set(times).count, 100)
+    }
+
+    func testSlowSubscriberOverflowsInsteadOfGrowing() async throws {
+        let db = try memoryDatabase()
+        let start = db.listen(Query(collectionID: "c"), bufferLimit: 3, resumeAfter: nil)
+        defer { start.subscription.cancel() }
+        for i in 0..<50 {
+            _ = try await db.commit([set("c/d", ["i": .integer(Int64(i))])])
+            XCTAssertLessThanOrEqual(start.subscription.buffered, 3)
+        }
+        guard case .overflow? = await nextEvent(start.subscription) else { return XCTFail("expected overflow") }
+        // Nothing stale follows the overflow: the reader resynchronises, then sees only new commits.
+        XCTAssertEqual(start.subscription.buffered, 0)
+        _ = try await db.commit([set("c/d", ["i": .integer(99)])])
+        guard case .commit(let record)? = await nextEvent(start.subscription) else { return XCTFail("expected a commit") }
+        XCTAssertEqual(record.sequence, 51)
+    }
+
+    func testBufferBelowTheLimitDoesNotOverflow() async throws {
+        let db = try memoryDatabase()
+        let start = db.listen(Query(collectionID: "c"), bufferLimit: 3, resumeAfter: nil)
+        defer { start.subscription.cancel() }
+        for i in 0..<3 { _ = try await db.commit([set("c/d", ["i": .integer(Int64(i))])]) }
+        XCTAssertEqual(start.subscription.buffered, 3)
+        for expected in 1...3 {
+            guard case .commit(let record)? = await nextEvent(start.subscription) else { return XCTFail("expected a commit") }
+            XCTAssertEqual(record.sequence, Int64(expected))
+        }
+    }
+
+    func testResetClosesSubscriptions() async throws {
+        let db = try memoryDatabase()
+        let first = db.listen(Query(collectionID: "c"), bufferLimit: 10, resumeAfter: nil)
+        let second = db.listen(document: rpath("c/a"), bufferLimit: 10, resumeAfter: nil)
+        XCTAssertEqual(db.feed.subscriberCount, 2)
+        try await db.reset()
+        XCTAssertEqual(db.feed.subscriberCount, 0)
+        for subscription in [first.subscription, second.subscription] {
+            guard case .closed(let error)? = await nextEvent(subscription) else { return XCTFail("expected closed") }
+            XCTAssertEqual(error.status, .aborted)
+            let after = await nextEvent(subscription)
+            XCTAssertNil(after, "nothing after closed")
+        }
+    }
+
+    func testWaitingReaderIsWokenByACommitAndByCancel() async throws {
+        let db = try memoryDatabase()
+        let start = db.listen(Query(collectionID: "c"), bufferLimit: 10, resumeAfter: nil)
+        let reader = Task { await start.subscription.next() }
+        // Give the reader a chance to park; the result is the same whether or not it did.
+        await Task.yield()
+        _ = try await db.commit([set("c/a", [:])])
+        guard case .commit(let record)? = await reader.value else { return XCTFail("expected a commit") }
+        XCTAssertEqual(record.sequence, 1)
+        let parked = Task { await start.subscription.next() }
+        start.subscription.cancel()
+        let value = await parked.value
+        XCTAssertNil(value)
+        XCTAssertEqual(db.feed.subscriberCount, 0)
+    }
+
+    func testHeartbeatsComeAfterCommits() async throws {
+        let db = try memoryDatabase()
+        let start = db.listen(Query(collectionID: "c"), bufferLimit: 10, resumeAfter: nil)
+        defer { start.subscription.cancel() }
+        _ = try await db.commit([set("c/a", [:])])
+        start.subscription.deliver(.heartbeat)
+        start.subscription.deliver(.heartbeat)
+        guard case .commit? = await nextEvent(start.subscription) else { return XCTFail("expected the commit first") }
+        guard case .heartbeat? = await nextEvent(start.subscription) else { return XCTFail("expected one heartbeat") }
+        _ = try await db.commit([set("c/b", [:])])
+        guard case .commit(let record)? = await nextEvent(start.subscription) else { return XCTFail("expected the second commit, not another heartbeat") }
+        XCTAssertEqual(record.sequence, 2)
+    }
+
+    func testListenStartResumesFromASequence() async throws {
+        let db = try memoryDatabase()
+        let query = Query(collectionID: "c", orderBy: [.init(field: fpath("n"))])
+        _ = try await db.commit([set("c/a", ["n": .integer(1)])])
+        _ = try await db.commit([set("c/b", ["n": .integer(2)])])
+        _ = try await db.commit([set("c/a", ["n": .integer(3)]), delete("c/b")])
+        let resumed = db.listen(query, bufferLimit: 10, resumeAfter: 2)
+        resumed.subscription.cancel()
+        XCTAssertEqual(resumed.resumedWindow?.map(\.path.lastSegment), ["a", "b"])
+        XCTAssertEqual(resumed.resumedWindow?.first?.fields, ["n": .integer(1)])
+        XCTAssertEqual(resumed.matches.window.map(\.path.lastSegment), ["a"])
+        XCTAssertEqual(resumed.sequence, 3)
+        let fromStart = db.listen(query, bufferLimit: 10, resumeAfter: 0)
+        fromStart.subscription.cancel()
+        XCTAssertEqual(fromStart.resumedWindow, [])
+        let current = db.listen(query, bufferLimit: 10, resumeAfter: 3)
+        current.subscription.cancel()
+        XCTAssertEqual(current.resumedWindow, current.matches.window)
+        let future = db.listen(query, bufferLimit: 10, resumeAfter: 9)
+        future.subscription.cancel()
+        XCTAssertNil(future.resumedWindow)
+        let doc = db.listen(document: rpath("c/b"), bufferLimit: 10, resumeAfter: 2)
+        doc.subscription.cancel()
+        XCTAssertEqual(doc.resumedDocument??.fields, ["n": .integer(2)])
+        XCTAssertNil(doc.document)
+    }
+
+    func testResumeTokens() throws {
+        let db = try memoryDatabase()
+        let token = db.resumeToken(sequence: 42)
+        XCTAssertEqual(db.sequence(fromResumeToken: token), 42)
+        XCTAssertNil(db.sequence(fromResumeToken: "other.42"))
+        XCTAssertNil(db.sequence(fromResumeToken: "42"))
+        XCTAssertNil(db.sequence(fromResumeToken: token + ".1"))
+        let another = try memoryDatabase()
+        XCTAssertNil(another.sequence(fromResumeToken: token), "tokens of another process/database are not positions here")
+    }
+
+    func testTokensBeforeAResetAreTooOld() async throws {
+        let db = try memoryDatabase()
+        _ = try await db.commit([set("c/a", [:])])
+        try await db.reset()
+        let start = db.listen(Query(collectionID: "c"), bufferLimit: 10, resumeAfter: 1)
+        start.subscription.cancel()
+        XCTAssertNil(start.resumedWindow)
+    }
+}
