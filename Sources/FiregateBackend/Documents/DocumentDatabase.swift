@@ -128,6 +128,8 @@ public final class DocumentDatabase: Sendable {
         }
     }
 
+    static let transactionLifetimeMicros: Int64 = 270 * 1_000_000
+
     static let invalidTransaction = FiregateError.invalidArgument("The referenced transaction has expired or is no longer valid.")
     static let contention = FiregateError.aborted("Aborted due to cross-transaction contention. This occurs when multiple transactions attempt to access the same data, requiring Firestore to abort at least one in order to enforce serializability.")
 
@@ -137,6 +139,9 @@ public final class DocumentDatabase: Sendable {
         for i in bytes.indices { bytes[i] = UInt8.random(in: 0...255, using: &generator) }
         let txID = Base64.encode(bytes)
         let now = clock.now()
+        // Production expires a transaction after 270 s; abandoned ones must not pile up.
+        let horizon = now.microseconds - DocumentDatabase.transactionLifetimeMicros
+        state.transactions = state.transactions.filter { $0.value.startedAt.microseconds >= horizon }
         switch options {
         case .readOnly(let readTime):
             if let readTime { try checkReadable(readTime, in: state) }
