@@ -1,0 +1,32 @@
+import FiregateBackend
+import FiregateModel
+import HTTPTypes
+import Hummingbird
+import NIOCore
+
+/// The `text/event-stream` answer to a streaming GET: frames from the subscription as they
+/// come, each flushed at once, until the client goes away or the stream is cancelled.
+enum TreeEventStreamResponse {
+    static func make(_ subscription: TreeStreamSubscription, tree: TreeBackend) -> Response {
+        let headers: HTTPFields = [
+            .contentType: "text/event-stream; charset=utf-8",
+            .cacheControl: "no-cache",
+            HTTPField.Name("X-Accel-Buffering")!: "no",
+            TreeResponses.allowOrigin: "*",
+        ]
+        return Response(status: .ok, headers: headers, body: ResponseBody { writer in
+            do {
+                while let frame = await subscription.next() {
+                    var buffer = ByteBuffer(bytes: frame.bytes)
+                    // Coalesce whatever else is already queued into the same write.
+                    for more in subscription.takeQueued() { buffer.writeBytes(more.bytes) }
+                    try await writer.write(buffer)
+                }
+            } catch {
+                // The client went away; fall through to unsubscribe.
+            }
+            await tree.unsubscribe(subscription)
+            try? await writer.finish(nil)
+        })
+    }
+}
