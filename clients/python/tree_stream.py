@@ -1,44 +1,82 @@
 """A small Server-Sent Events reader for tree streams, used by the tree tests.
 
-Reads a `text/event-stream` response on a background thread and queues every event as
-(event, data) with `data` JSON-decoded, so a test can wait for the next event with a timeout.
+Speaks HTTP/1.1 over a plain socket (as curl -N does) so that closing is immediate, decodes
+the chunked body, and queues every event as (event, data) with `data` JSON-decoded on a
+background thread, so a test can wait for the next event with a timeout.
 """
 import json
 import queue
+import socket
 import threading
-
-import requests
+from urllib.parse import urlencode, urlsplit
 
 
 class TreeStream:
-    def __init__(self, url, params=None, headers=None):
-        h = {"Accept": "text/event-stream", "Cache-Control": "no-cache"}
-        h.update(headers or {})
-        self.response = requests.get(url, params=params, headers=h, stream=True, timeout=(5, 120))
+    def __init__(self, url, params=None, headers=None, rcvbuf=None):
+        parts = urlsplit(url)
+        target = parts.path + ("?" + urlencode(params) if params else "")
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        if rcvbuf:
+            self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
+        self.sock.settimeout(10)
+        self.sock.connect((parts.hostname, parts.port))
+        self.sock.settimeout(None)
+        lines = [f"GET {target} HTTP/1.1", f"Host: {parts.netloc}", "Accept: text/event-stream", "Cache-Control: no-cache"]
+        lines += [f"{k}: {v}" for k, v in (headers or {}).items()]
+        self.sock.sendall(("\r\n".join(lines) + "\r\n\r\n").encode())
+        self.reader = self.sock.makefile("rb")
+        status = self.reader.readline().decode()
+        self.status_code = int(status.split()[1])
+        self.headers = {}
+        while True:
+            line = self.reader.readline().decode().rstrip("\r\n")
+            if not line:
+                break
+            name, _, value = line.partition(":")
+            self.headers[name.strip().lower()] = value.strip()
         self.events = queue.Queue()
         self.closed = threading.Event()
+        self.body = b""
+        self._running = threading.Event()
+        self._running.set()
         self._thread = threading.Thread(target=self._read, daemon=True)
         self._thread.start()
 
+    def _chunks(self):
+        if self.headers.get("transfer-encoding", "").lower() != "chunked":
+            length = int(self.headers.get("content-length", "0"))
+            yield self.reader.read(length)
+            return
+        while True:
+            self._running.wait()
+            size_line = self.reader.readline()
+            if not size_line:
+                return
+            size = int(size_line.strip() or b"0", 16)
+            if size == 0:
+                return
+            chunk = self.reader.read(size)
+            self.reader.readline()
+            yield chunk
+
     def _read(self):
-        event, data = None, []
+        buffer = b""
         try:
-            for raw in self.response.iter_lines(chunk_size=1, decode_unicode=True):
-                if raw is None:
-                    continue
-                if raw == "":
-                    if event is not None or data:
-                        payload = "\n".join(data)
-                        self.events.put((event or "message", json.loads(payload) if payload else None))
-                    event, data = None, []
-                elif raw.startswith(":"):
-                    continue
-                elif raw.startswith("event:"):
-                    event = raw[6:].strip()
-                elif raw.startswith("data:"):
-                    data.append(raw[5:].lstrip(" "))
-        except Exception:  # the connection closed under us
-            pass
+            for chunk in self._chunks():
+                self.body += chunk
+                buffer += chunk
+                while b"\n\n" in buffer:
+                    block, buffer = buffer.split(b"\n\n", 1)
+                    event, data = "message", []
+                    for line in block.decode().split("\n"):
+                        if line.startswith("event:"):
+                            event = line[6:].strip()
+                        elif line.startswith("data:"):
+                            data.append(line[5:].lstrip(" "))
+                    payload = "\n".join(data)
+                    self.events.put((event, json.loads(payload) if payload else None))
+        except (OSError, ValueError):
+            pass  # closed under us
         finally:
             self.closed.set()
 
@@ -58,5 +96,17 @@ class TreeStream:
             return
         raise AssertionError(f"unexpected event {event}")
 
+    def pause(self):
+        """Stops reading the socket (after at most one more chunk), like a stalled client."""
+        self._running.clear()
+
+    def resume(self):
+        self._running.set()
+
     def close(self):
-        self.response.close()
+        self._running.set()
+        try:
+            self.sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+        self.sock.close()

@@ -3,9 +3,11 @@ import FiregateModel
 import HTTPTypes
 import Hummingbird
 import NIOCore
+import ServiceLifecycle
 
 /// The `text/event-stream` answer to a streaming GET: frames from the subscription as they
-/// come, each flushed at once, until the client goes away or the stream is cancelled.
+/// come, each flushed at once, until the client goes away, the stream is cancelled, or the
+/// server shuts down (which must not wait for streams that never end on their own).
 enum TreeEventStreamResponse {
     static func make(_ subscription: TreeStreamSubscription, tree: TreeBackend) -> Response {
         let headers: HTTPFields = [
@@ -16,11 +18,15 @@ enum TreeEventStreamResponse {
         ]
         return Response(status: .ok, headers: headers, body: ResponseBody { writer in
             do {
-                while let frame = await subscription.next() {
-                    var buffer = ByteBuffer(bytes: frame.bytes)
-                    // Coalesce whatever else is already queued into the same write.
-                    for more in subscription.takeQueued() { buffer.writeBytes(more.bytes) }
-                    try await writer.write(buffer)
+                try await withGracefulShutdownHandler {
+                    while let frame = await subscription.next() {
+                        var buffer = ByteBuffer(bytes: frame.bytes)
+                        // Coalesce whatever else is already queued into the same write.
+                        for more in subscription.takeQueued() { buffer.writeBytes(more.bytes) }
+                        try await writer.write(buffer)
+                    }
+                } onGracefulShutdown: {
+                    subscription.finish()
                 }
             } catch {
                 // The client went away; fall through to unsubscribe.
