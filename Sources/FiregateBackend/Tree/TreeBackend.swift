@@ -79,6 +79,12 @@ public final class TreeBackend: Sendable {
         await namespace(subscription.namespace).unsubscribe(subscription)
     }
 
+    /// Ends every stream open on `namespace` with a `cancel` event carrying `reason` — what a
+    /// stream gets when its location stops being readable to it.
+    public func cancelStreams(namespace: String, reason: String) async {
+        await self.namespace(namespace).cancelStreams(with: .cancel(reason))
+    }
+
     /// Open streams and the groups they share work in, over all namespaces.
     public func streamCounts() async -> (streams: Int, groups: Int) {
         let all = namespaces.withLock { Array($0.values) }

@@ -167,6 +167,11 @@ actor TreeNamespace {
         }
     }
 
+    func cancelStreams(with frame: TreeStreamFrame) {
+        for group in groups.values { group.cancelAll(with: frame) }
+        groups.removeAll()
+    }
+
     /// Number of open streams and of groups they share work in.
     func streamCounts() -> (streams: Int, groups: Int) {
         (groups.values.reduce(0) { $0 + $1.subscriptions.count }, groups.count)
