@@ -1,7 +1,7 @@
 import XCTest
 @testable import FiregateModel
 
-final class PushIDTests: XCTestCase {
+final class TreePushIDTests: XCTestCase {
     func testShapeAndTimestamp() {
         var generator = PushIDGenerator()
         let id = generator.next(nowMillis: 1_700_000_000_000)
