@@ -3,7 +3,7 @@
 # (1000 streams on one location, time from a PUT to the streams' events).
 #
 # Usage: bench/tree.sh            (builds the release binary if missing)
-#        FIREGATE_BIN=path DURATION=10s CONNECTIONS=32 STREAMS=1000 WRITES=30 bench/tree.sh
+#        FIREGATE_BIN=path DURATION=10s CONNECTIONS=32 STREAMS=1000 WRITES=30 IDLE_STREAMS=10000 bench/tree.sh
 # Loopback only; every step is bounded in time. Needs wrk (apt-get install -y wrk) and python3.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -55,5 +55,6 @@ wrk -t"$THREADS" -c"$CONNECTIONS" -d"$DURATION" --latency -s "$OUT/put.lua" "$UR
 echo "== stream fan-out: $STREAMS streams on one location, $WRITES writes"
 timeout 180 python3 bench/tree_fanout.py --url "$URL" --streams "$STREAMS" --writes "$WRITES" | tee "$OUT/tree-fanout.txt"
 
-echo "== server memory (RSS) with $STREAMS streams just closed"
-grep VmRSS /proc/$PID/status || true
+IDLE=${IDLE_STREAMS:-10000}
+echo "== $IDLE idle streams (memory)"
+timeout 180 python3 bench/tree_idle_streams.py --url "$URL" --pid "$PID" --streams "$IDLE" | tee "$OUT/tree-idle.txt"
