@@ -56,8 +56,15 @@ public final class TreeBackend: Sendable {
     /// Applies a write and returns once it is durable.
     public func write(namespace: String, _ request: TreeWriteRequest) async throws -> TreeWriteOutcome {
         let now = clock.nowMicros() / 1000
-        let (outcome, durability) = try await self.namespace(namespace).write(request, nowMillis: now, pushID: { [self] in nextPushID() })
-        try await durability.wait()
+        let target = self.namespace(namespace)
+        let (outcome, durability) = try await target.write(request, nowMillis: now, pushID: { [self] in nextPushID() })
+        do {
+            try await durability.wait()
+        } catch {
+            // Memory is ahead of the disk now: drop it so the next access reloads what is stored.
+            await target.discardAfterStorageFailure()
+            throw FiregateError.unavailable("The write could not be stored: \(error)")
+        }
         return outcome
     }
 

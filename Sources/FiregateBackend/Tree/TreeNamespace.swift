@@ -167,6 +167,14 @@ actor TreeNamespace {
         }
     }
 
+    /// Forgets the in-memory tree after a write failed to reach storage, so the next access
+    /// reloads what is durable; open streams are cancelled since what they were told may be gone.
+    func discardAfterStorageFailure() {
+        loaded = false
+        root = .empty
+        cancelStreams(with: .cancel("The database was reloaded after a storage failure; reconnect."))
+    }
+
     func cancelStreams(with frame: TreeStreamFrame) {
         for group in groups.values { group.cancelAll(with: frame) }
         groups.removeAll()

@@ -207,3 +207,44 @@ final class TreeBackendTests: XCTestCase {
         await backend.unsubscribe(stream)
     }
 }
+
+/// Storage that fails every commit after the first `allowed` ones.
+final class FailingTreeStorage: TreeStorage, @unchecked Sendable {
+    let inner: SQLiteTreeStorage
+    let allowed: Int
+    private var commits = 0
+
+    init(inner: SQLiteTreeStorage, allowed: Int) {
+        self.inner = inner
+        self.allowed = allowed
+    }
+
+    func loadRows(namespace: String) throws -> [TreeStorageRow] { try inner.loadRows(namespace: namespace) }
+
+    func commit(_ batches: [TreeStorageBatch]) async throws {
+        commits += 1
+        if commits > allowed { throw FiregateError.internal("disk full") }
+        try await inner.commit(batches)
+    }
+}
+
+final class TreeStorageFailureTests: XCTestCase {
+    func testFailedWriteIsReportedAndMemoryFallsBackToStorage() async throws {
+        let store = try SQLiteStore.inMemory(migrations: TreeBackend.migrations)
+        let backend = TreeBackend(storage: FailingTreeStorage(inner: SQLiteTreeStorage(store: store), allowed: 1), clock: ServerClock())
+        try await backend.set("n", "a", 1)
+        let stream = try await backend.subscribe(namespace: "n", key: TreeStreamKey(path: .root, query: nil, format: .plain))
+        _ = await stream.next()
+        do {
+            try await backend.set("n", "a", 2)
+            XCTFail("expected the write to fail")
+        } catch let error as FiregateError {
+            XCTAssertEqual(error.status, .unavailable)
+        }
+        let a = try await backend.get("n", "a")
+        XCTAssertEqual(a, "1")
+        var texts: [String] = []
+        while let frame = await stream.next() { texts.append(String(decoding: frame.bytes, as: UTF8.self)) }
+        XCTAssertTrue(texts.last?.hasPrefix("event: cancel") == true, "\(texts)")
+    }
+}
