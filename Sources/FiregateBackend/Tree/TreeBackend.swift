@@ -53,6 +53,11 @@ public final class TreeBackend: Sendable {
         try await self.namespace(namespace).read(path)
     }
 
+    /// The value at `path` as compact JSON (`null` when absent), cached between changes.
+    public func readEncoded(namespace: String, path: TreePath) async throws -> [UInt8] {
+        try await self.namespace(namespace).readEncoded(path)
+    }
+
     /// Applies a write and returns once it is durable.
     public func write(namespace: String, _ request: TreeWriteRequest) async throws -> TreeWriteOutcome {
         let now = clock.nowMicros() / 1000

@@ -14,6 +14,11 @@ actor TreeNamespace {
     private var root = TreeNode.empty
     private var loaded = false
     private var groups: [TreeStreamKey: TreeStreamGroup] = [:]
+    /// Compact plain JSON of recently read locations, so repeated GETs of an unchanged
+    /// location skip encoding. Small and cleared by any write at, above or below an entry.
+    private var encoded: [TreePath: [UInt8]] = [:]
+    private static let encodedCacheEntries = 64
+    private static let encodedCacheMaxBytes = 1 << 20
 
     init(name: String, storage: any TreeStorage, queue: TreeWriteQueue, settings: TreeStreamSettings) {
         self.name = name
@@ -31,6 +36,26 @@ actor TreeNamespace {
     func read(_ path: TreePath) throws -> TreeNode {
         try load()
         return root.node(at: path)
+    }
+
+    /// The value at `path` as compact plain JSON (what a bare GET answers), from the cache
+    /// when nothing changed there since the last read.
+    func readEncoded(_ path: TreePath) throws -> [UInt8] {
+        try load()
+        if let bytes = encoded[path] { return bytes }
+        let bytes = TreeNodeWriter.bytes(root.node(at: path))
+        if bytes.count <= TreeNamespace.encodedCacheMaxBytes {
+            if encoded.count >= TreeNamespace.encodedCacheEntries { encoded.removeAll(keepingCapacity: true) }
+            encoded[path] = bytes
+        }
+        return bytes
+    }
+
+    private func invalidateEncoded(_ change: TreePath) {
+        guard !encoded.isEmpty else { return }
+        for path in encoded.keys where path.contains(change) || change.contains(path) {
+            encoded.removeValue(forKey: path)
+        }
     }
 
     /// Applies `request`; the returned durability resolves once it is on disk.
@@ -75,6 +100,7 @@ actor TreeNamespace {
         let befores = valuesBefore(changeAt: nodePath)
         let previous = root.node(at: nodePath)
         root.set(node, at: path)
+        invalidateEncoded(nodePath)
         let stored = root.node(at: nodePath)
         let operations = path.isPriority
             ? TreeStorageEncoding.operations(refreshingOwnRowAt: nodePath, in: root)
@@ -116,6 +142,7 @@ actor TreeNamespace {
         for entry in resolved {
             let target = path.appending(entry.path)
             root.set(entry.node, at: target)
+            invalidateEncoded(target.isPriority ? target.parent! : target)
             if target.isPriority {
                 operations += TreeStorageEncoding.operations(refreshingOwnRowAt: target.parent!, in: root)
             } else {
@@ -172,6 +199,7 @@ actor TreeNamespace {
     func discardAfterStorageFailure() {
         loaded = false
         root = .empty
+        encoded.removeAll()
         cancelStreams(with: .cancel("The database was reloaded after a storage failure; reconnect."))
     }
 

@@ -42,6 +42,11 @@ struct TreeRoutes: Sendable {
     }
 
     func get(_ call: TreeRequest) async throws -> Response {
+        let plain = call.query == nil && !call.shallow && call.format == .plain && call.print != .pretty
+        if plain && !call.wantsETag && call.ifNoneMatch == nil {
+            // The hot path: a bare read, answered from the encoded cache.
+            return TreeResponses.json(try await tree.readEncoded(namespace: call.namespace, path: call.path), for: call)
+        }
         let node = try await tree.read(namespace: call.namespace, path: call.path)
         let style = TreeResponses.style(call)
         let bytes: [UInt8]

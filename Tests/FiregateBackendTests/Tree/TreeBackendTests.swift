@@ -248,3 +248,31 @@ final class TreeStorageFailureTests: XCTestCase {
         XCTAssertTrue(texts.last?.hasPrefix("event: cancel") == true, "\(texts)")
     }
 }
+
+final class TreeEncodedReadTests: XCTestCase {
+    func testEncodedReadsFollowEveryKindOfChange() async throws {
+        let (backend, _) = try makeTree()
+        func read(_ location: String) async throws -> String {
+            String(decoding: try await backend.readEncoded(namespace: "n", path: path(location)), as: UTF8.self)
+        }
+        try await backend.set("n", "a", ["b": ["c": 1], "d": 2])
+        for location in ["", "a", "a/b", "a/b/c", "a/d", "x"] { _ = try await read(location) }
+        try await backend.set("n", "a/b/c", 5)                      // below a cached ancestor
+        var a = try await read("a")
+        XCTAssertEqual(a, #"{"b":{"c":5},"d":2}"#)
+        let c = try await read("a/b/c")
+        XCTAssertEqual(c, "5")
+        try await backend.update("n", "", ["a/d": 3, "x": "new"])   // merge entries
+        a = try await read("a")
+        let x = try await read("x")
+        XCTAssertEqual(a, #"{"b":{"c":5},"d":3}"#)
+        XCTAssertEqual(x, #""new""#)
+        try await backend.set("n", "", nil)                          // above everything
+        let b = try await read("a/b")
+        XCTAssertEqual(b, "null")
+        for i in 0..<100 { _ = try await read("many/\(i)") }         // the cache stays bounded
+        try await backend.set("n", "many/99", 1)
+        let last = try await read("many/99")
+        XCTAssertEqual(last, "1")
+    }
+}
