@@ -1,7 +1,8 @@
 import FiregateModel
 
 /// One server-sent event in `text/event-stream` framing (`event: put\ndata: {…}\n\n`), built
-/// once per location and change and shared by every stream that sends it.
+/// once per location and change and shared by every stream that sends it. `update` keeps the
+/// same event as data, for subscribers inside the server (edge clients) that do not parse text.
 public final class TreeStreamFrame: Sendable {
     /// The event types of the Realtime Database REST stream.
     public enum Kind: String, Sendable {
@@ -14,9 +15,12 @@ public final class TreeStreamFrame: Sendable {
 
     public let kind: Kind
     public let bytes: [UInt8]
+    /// The `put` or `patch` this frame carries; nil for keep-alive and cancel.
+    public let update: TreeStreamUpdate?
 
-    public init(kind: Kind, data: [UInt8]) {
+    public init(kind: Kind, data: [UInt8], update: TreeStreamUpdate? = nil) {
         self.kind = kind
+        self.update = update
         var bytes: [UInt8] = Array("event: \(kind.rawValue)\ndata: ".utf8)
         bytes.reserveCapacity(bytes.count + data.count + 2)
         bytes.append(contentsOf: data)
@@ -25,7 +29,7 @@ public final class TreeStreamFrame: Sendable {
     }
 
     public convenience init(_ update: TreeStreamUpdate, format: TreeFormat) {
-        self.init(kind: update.kind, data: update.payload(format: format))
+        self.init(kind: update.kind, data: update.payload(format: format), update: update)
     }
 
     /// `event: keep-alive` / `data: null`, the same frame for every stream.

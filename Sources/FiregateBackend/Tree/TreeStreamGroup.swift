@@ -28,10 +28,11 @@ final class TreeStreamGroup {
 
     func snapshotFrame(root: TreeNode) -> TreeStreamFrame {
         if let snapshot { return snapshot }
+        let value = currentValue(root: root)
         var data: [UInt8] = Array(#"{"path":"/","data":"#.utf8)
-        data.append(contentsOf: currentValue(root: root).bytes(format: key.format, style: .compact))
+        data.append(contentsOf: value.bytes(format: key.format, style: .compact))
         data.append(UInt8(ascii: "}"))
-        let frame = TreeStreamFrame(kind: .put, data: data)
+        let frame = TreeStreamFrame(kind: .put, data: data, update: .put(.root, value.node))
         snapshot = frame
         return frame
     }

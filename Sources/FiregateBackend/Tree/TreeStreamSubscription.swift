@@ -123,6 +123,19 @@ public final class TreeStreamSubscription: Sendable {
     public var isFinished: Bool { state.withLock { $0.finished } }
 }
 
+extension TreeStreamSubscription: AsyncSequence {
+    public typealias Element = TreeStreamFrame
+
+    /// Iterates the frames until the stream ends.
+    public struct AsyncIterator: AsyncIteratorProtocol {
+        let subscription: TreeStreamSubscription
+
+        public mutating func next() async -> TreeStreamFrame? { await subscription.next() }
+    }
+
+    public func makeAsyncIterator() -> AsyncIterator { AsyncIterator(subscription: self) }
+}
+
 /// What streams share work by: the location, the query (nil for the whole location) and the
 /// output format.
 public struct TreeStreamKey: Sendable, Hashable {

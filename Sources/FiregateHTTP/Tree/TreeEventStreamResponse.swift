@@ -19,7 +19,7 @@ enum TreeEventStreamResponse {
         return Response(status: .ok, headers: headers, body: ResponseBody { writer in
             do {
                 try await withGracefulShutdownHandler {
-                    while let frame = await subscription.next() {
+                    for await frame in subscription {
                         var buffer = ByteBuffer(bytes: frame.bytes)
                         // Coalesce whatever else is already queued into the same write.
                         for more in subscription.takeQueued() { buffer.writeBytes(more.bytes) }

@@ -276,3 +276,21 @@ final class TreeEncodedReadTests: XCTestCase {
         XCTAssertEqual(last, "1")
     }
 }
+
+final class TreeStreamSequenceTests: XCTestCase {
+    func testSubscriptionIsAnAsyncSequenceOfStructuredUpdates() async throws {
+        let (backend, _) = try makeTree()
+        try await backend.set("n", "a", ["x": 1])
+        let stream = try await backend.subscribe(namespace: "n", key: TreeStreamKey(path: path("a"), query: nil, format: .plain))
+        try await backend.set("n", "a/y", 2)
+        await backend.cancelStreams(namespace: "n", reason: "done")
+        var updates: [TreeStreamUpdate?] = []
+        var kinds: [TreeStreamFrame.Kind] = []
+        for await frame in stream {
+            updates.append(frame.update)
+            kinds.append(frame.kind)
+        }
+        XCTAssertEqual(kinds, [.put, .put, .cancel])
+        XCTAssertEqual(updates, [.put(.root, tree(["x": 1])), .put(path("y"), tree(2)), nil])
+    }
+}
