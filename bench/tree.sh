@@ -25,7 +25,7 @@ command -v wrk >/dev/null || { echo "wrk is missing: apt-get install -y wrk" >&2
 DATA=$(mktemp -d)
 OUT=bench/out
 mkdir -p "$OUT"
-ulimit -n 65536 2>/dev/null || ulimit -n 4096 || true
+ulimit -n "$(ulimit -Hn)" 2>/dev/null || true  # streams need a descriptor each
 "$BIN" serve --host 127.0.0.1 --port "$PORT" --data-dir "$DATA" --log-level error &
 PID=$!
 trap 'kill $PID 2>/dev/null || true; wait $PID 2>/dev/null || true; rm -rf "$DATA"' EXIT

@@ -26,6 +26,10 @@ def main():
     args = parser.parse_args()
     host, port = args.url.removeprefix("http://").split(":")
     assert host in ("127.0.0.1", "localhost"), "loopback only"
+    import resource
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft < args.streams + 100:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, args.streams + 1000), hard))
     before = rss_kb(args.pid)
     selector = selectors.DefaultSelector()
     pending = set()

@@ -245,3 +245,10 @@ def test_cors_and_jsonp(base_url, namespace):
     assert r.status_code == 200 and "PATCH" in r.headers["Access-Control-Allow-Methods"]
     r = requests.get(url(base_url, "c", namespace) + "&callback=cb")
     assert r.text == 'cb({"a":1});'
+
+
+def test_error_body_printed_like_production(base_url, namespace):
+    r = requests.get(f"{base_url}/a%24b.json?ns={namespace}")
+    assert r.status_code == 400
+    assert r.headers["Content-Type"].startswith("application/json")
+    assert r.text == '{\n  "error" : "Invalid path: Invalid token in path"\n}'

@@ -50,7 +50,7 @@ enum TreeResponses {
         return Response(status: .preconditionFailed, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: body)))
     }
 
-    /// `{"error":"…"}` with the CORS header.
+    /// `{"error":"…"}` (see `ErrorResponse.tree`) with the CORS header.
     static func error(_ error: FiregateError) -> Response {
         var response = ErrorResponse.tree(error)
         response.headers[allowOrigin] = "*"

@@ -104,6 +104,7 @@ struct TreeRoutes: Sendable {
         guard case .object(let fields) = body else {
             throw FiregateError.invalidArgument("Invalid data; PATCH requires a JSON object whose keys are the children or paths to update.")
         }
+        guard !call.path.isPriority else { throw TreePath.invalidPathError }
         var entries: [TreeUpdateEntry] = []
         entries.reserveCapacity(fields.count)
         for (key, json) in fields {
@@ -115,7 +116,6 @@ struct TreeRoutes: Sendable {
             }
             guard !relative.isRoot else { throw TreeNodeDecoder.invalidKeyError }
             let target = call.path.appending(relative)
-            guard !(call.path.isPriority) else { throw TreePath.invalidPathError }
             entries.append(TreeUpdateEntry(path: relative, value: try TreeWriteValue.prepare(json, at: target)))
         }
         let request = TreeWriteRequest(path: call.path, operation: .update(entries))

@@ -32,8 +32,8 @@ public enum TreeNodeWriter {
                 writeLeaf(leaf, into: &out)
             }
         case .children(let kids):
-            if format == .plain, let length = arrayLength(kids) {
-                writeArray(kids, length: length, style: style, indent: indent, into: &out)
+            if format == .plain, arrayLength(kids) != nil {
+                writeArray(kids, style: style, indent: indent, into: &out)
                 return
             }
             var fields: [(String, Member)] = kids.map { ($0.key, .node($0.value)) }
@@ -68,7 +68,7 @@ public enum TreeNodeWriter {
         out.append(UInt8(ascii: "}"))
     }
 
-    static func writeArray(_ kids: TreeChildren, length: Int, style: JSONWriter.Style, indent: Int, into out: inout [UInt8]) {
+    static func writeArray(_ kids: TreeChildren, style: JSONWriter.Style, indent: Int, into out: inout [UInt8]) {
         out.append(UInt8(ascii: "["))
         var next = 0
         for (key, child) in kids {
@@ -86,7 +86,6 @@ public enum TreeNodeWriter {
         }
         if style == .pretty { newline(&out, indent) }
         out.append(UInt8(ascii: "]"))
-        _ = length
     }
 
     public static func writeLeaf(_ leaf: TreeLeaf, into out: inout [UInt8]) {

@@ -106,16 +106,9 @@ public enum TreeQueryParser {
     }
 
     static func parseLimit(_ text: String, name: String) throws(FiregateError) -> Int {
-        guard let limit = Int(text.trimmingSpaces), limit >= 0 else {
+        guard let limit = Int(text), limit >= 0 else {
             throw FiregateError.invalidArgument("\(name) must be a non-negative integer")
         }
         return limit
-    }
-}
-
-extension String {
-    var trimmingSpaces: Substring {
-        let trimmed = self.drop(while: { $0 == " " })
-        return trimmed.prefix(trimmed.count - trimmed.reversed().prefix(while: { $0 == " " }).count)
     }
 }
