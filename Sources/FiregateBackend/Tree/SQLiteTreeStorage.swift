@@ -37,6 +37,10 @@ public final class SQLiteTreeStorage: TreeStorage {
         }
     }
 
+    public func namespaces() throws -> [String] {
+        try store.writer.read { db in try String.fetchAll(db, sql: "SELECT DISTINCT ns FROM tree_node ORDER BY ns") }
+    }
+
     public func commit(_ batches: [TreeStorageBatch]) async throws {
         try await store.committer.commit { db in
             for batch in batches {

@@ -91,6 +91,22 @@ public final class TreeBackend: Sendable {
         await namespace(subscription.namespace).unsubscribe(subscription)
     }
 
+    /// Every namespace that holds data (stored or written since start), sorted.
+    public func namespaceNames() async throws -> [String] {
+        var names = Set(try storage.namespaces())
+        for (name, namespace) in namespaces.withLock({ $0 }) where try await !namespace.read(.root).isEmpty {
+            names.insert(name)
+        }
+        return names.sorted()
+    }
+
+    /// Deletes every namespace's data, durably; open streams see their locations become null.
+    public func reset() async throws {
+        for name in try await namespaceNames() {
+            _ = try await write(namespace: name, TreeWriteRequest(path: .root, operation: .set(.node(.empty))))
+        }
+    }
+
     /// Ends every stream open on `namespace` with a `cancel` event carrying `reason` — what a
     /// stream gets when its location stops being readable to it.
     public func cancelStreams(namespace: String, reason: String) async {

@@ -8,6 +8,8 @@ import FiregateModel
 public protocol TreeStorage: Sendable {
     /// Every row of `namespace`, in no particular order.
     func loadRows(namespace: String) throws -> [TreeStorageRow]
+    /// The namespaces that hold any data.
+    func namespaces() throws -> [String]
     /// Applies the batches in order, atomically and durably, before returning.
     func commit(_ batches: [TreeStorageBatch]) async throws
 }

@@ -17,6 +17,29 @@ final class TreeBackendTests: XCTestCase {
         XCTAssertEqual(none, "null")
     }
 
+    func testNamespacesAndReset() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("tree-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        do {
+            let (backend, _) = try makeTree(directory: directory)
+            try await backend.set("stored", "x", 1)
+        }
+        let (backend, _) = try makeTree(directory: directory)
+        try await backend.set("fresh", "y", 2)
+        try await backend.set("emptied", "z", 3)
+        try await backend.set("emptied", "z", nil)
+        let names = try await backend.namespaceNames()
+        XCTAssertEqual(names, ["fresh", "stored"])
+        let stream = try await backend.subscribe(namespace: "stored", key: TreeStreamKey(path: .root, query: nil, format: .plain))
+        _ = await stream.next()
+        try await backend.reset()
+        let after = try await backend.namespaceNames()
+        XCTAssertEqual(after, [])
+        let cleared = try await stream.nextText()
+        XCTAssertEqual(cleared, "event: put\ndata: {\"path\":\"/\",\"data\":null}\n\n")
+        await backend.unsubscribe(stream)
+    }
+
     func testMultiPathUpdateMerges() async throws {
         let (backend, _) = try makeTree()
         try await backend.set("n", "users", ["alan": ["nick": "a", "x": 1], "grace": ["nick": "g"]])
@@ -220,6 +243,8 @@ final class FailingTreeStorage: TreeStorage, @unchecked Sendable {
     }
 
     func loadRows(namespace: String) throws -> [TreeStorageRow] { try inner.loadRows(namespace: namespace) }
+
+    func namespaces() throws -> [String] { try inner.namespaces() }
 
     func commit(_ batches: [TreeStorageBatch]) async throws {
         commits += 1
