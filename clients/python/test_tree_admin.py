@@ -31,6 +31,7 @@ def admin_url():
 @pytest.fixture
 def root(admin_url, namespace):
     host = admin_url.removeprefix("http://")
+    previous = os.environ.get("FIREBASE_DATABASE_EMULATOR_HOST")
     os.environ["FIREBASE_DATABASE_EMULATOR_HOST"] = host
     app = firebase_admin.initialize_app(
         options={"databaseURL": f"http://{host}?ns={namespace}", "projectId": "demo-project"},
@@ -38,6 +39,10 @@ def root(admin_url, namespace):
     )
     yield db.reference("/", app=app)
     firebase_admin.delete_app(app)
+    if previous is None:
+        os.environ.pop("FIREBASE_DATABASE_EMULATOR_HOST", None)
+    else:
+        os.environ["FIREBASE_DATABASE_EMULATOR_HOST"] = previous
 
 
 def test_set_get_update_push_delete(root):
