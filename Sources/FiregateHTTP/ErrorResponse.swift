@@ -9,9 +9,10 @@ enum ErrorResponse {
         JSONResponse.make(JSON.errorBody(error), status: .init(code: error.httpStatus))
     }
 
-    /// Realtime Database shape: `{"error":"…"}`.
+    /// Realtime Database shape: `{"error":"…"}`, printed as production prints it
+    /// (`{\n  "error" : "…"\n}`).
     static func tree(_ error: FiregateError) -> Response {
-        JSONResponse.make(["error": .string(error.message)], status: .init(code: error.httpStatus))
+        JSONResponse.make(["error": .string(error.message)], status: .init(code: error.httpStatus), style: .pretty)
     }
 
     /// Maps anything thrown below the HTTP layer to a `FiregateError`; unknown errors are INTERNAL.

@@ -1,9 +1,144 @@
 import FiregateModel
 import FiregateStore
+import Synchronization
 
-/// The Realtime-Database-style JSON tree, one per namespace.
+/// The Realtime-Database-style JSON tree: one `TreeNamespace` per namespace (namespaces never
+/// see each other's data), a shared durable write queue, push ids, and the keep-alive ticker
+/// of all streams.
 public final class TreeBackend: Sendable {
-    public static let migrations: [StoreMigration] = []
+    public static let migrations: [StoreMigration] = SQLiteTreeStorage.migrations
 
-    public init(store: SQLiteStore, clock: ServerClock) async throws {}
+    public let settings: TreeStreamSettings
+    private let storage: any TreeStorage
+    private let clock: ServerClock
+    private let queue: TreeWriteQueue
+    private let namespaces = Mutex<[String: TreeNamespace]>([:])
+    private let pushIDs = Mutex(PushIDGenerator())
+    private let tickerStarted = Mutex(false)
+
+    public convenience init(store: SQLiteStore, clock: ServerClock) async throws {
+        self.init(storage: SQLiteTreeStorage(store: store), clock: clock, settings: .fromEnvironment())
+    }
+
+    public init(storage: any TreeStorage, clock: ServerClock, settings: TreeStreamSettings = TreeStreamSettings()) {
+        self.storage = storage
+        self.clock = clock
+        self.settings = settings
+        queue = TreeWriteQueue(storage: storage)
+    }
+
+    /// Namespace names: 1–128 letters, digits, `-`, `_` or `.`.
+    public static func validateNamespace(_ name: String) throws(FiregateError) {
+        let valid = !name.isEmpty && name.utf8.count <= 128 && name.utf8.allSatisfy { byte in
+            switch byte {
+            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
+                 UInt8(ascii: "-"), UInt8(ascii: "_"), UInt8(ascii: "."): true
+            default: false
+            }
+        }
+        guard valid else { throw FiregateError.invalidArgument("Invalid namespace \"\(name)\": use 1–128 letters, digits, '-', '_' or '.'.") }
+    }
+
+    func namespace(_ name: String) -> TreeNamespace {
+        namespaces.withLock { namespaces in
+            if let existing = namespaces[name] { return existing }
+            let created = TreeNamespace(name: name, storage: storage, queue: queue, settings: settings)
+            namespaces[name] = created
+            return created
+        }
+    }
+
+    /// The value at `path` (empty when absent), from memory.
+    public func read(namespace: String, path: TreePath) async throws -> TreeNode {
+        try await self.namespace(namespace).read(path)
+    }
+
+    /// The value at `path` as compact JSON (`null` when absent), cached between changes.
+    public func readEncoded(namespace: String, path: TreePath) async throws -> [UInt8] {
+        try await self.namespace(namespace).readEncoded(path)
+    }
+
+    /// Applies a write and returns once it is durable.
+    public func write(namespace: String, _ request: TreeWriteRequest) async throws -> TreeWriteOutcome {
+        let now = clock.nowMicros() / 1000
+        let target = self.namespace(namespace)
+        let (outcome, durability) = try await target.write(request, nowMillis: now, pushID: { [self] in nextPushID() })
+        do {
+            try await durability.wait()
+        } catch {
+            // Memory is ahead of the disk now: drop it so the next access reloads what is stored.
+            await target.discardAfterStorageFailure()
+            throw FiregateError.unavailable("The write could not be stored: \(error)")
+        }
+        return outcome
+    }
+
+    /// A fresh push id, strictly greater than every one handed out before.
+    public func nextPushID() -> String {
+        let now = clock.nowMicros() / 1000
+        return pushIDs.withLock { $0.next(nowMillis: now) }
+    }
+
+    /// Opens a stream; its first frame is the `put` of the current value.
+    public func subscribe(namespace: String, key: TreeStreamKey) async throws -> TreeStreamSubscription {
+        startKeepAlives()
+        return try await self.namespace(namespace).subscribe(key)
+    }
+
+    /// Closes a stream: it stops receiving events.
+    public func unsubscribe(_ subscription: TreeStreamSubscription) async {
+        subscription.finish()
+        await namespace(subscription.namespace).unsubscribe(subscription)
+    }
+
+    /// Every namespace that holds data (stored or written since start), sorted.
+    public func namespaceNames() async throws -> [String] {
+        var names = Set(try storage.namespaces())
+        for (name, namespace) in namespaces.withLock({ $0 }) where try await !namespace.read(.root).isEmpty {
+            names.insert(name)
+        }
+        return names.sorted()
+    }
+
+    /// Deletes every namespace's data, durably; open streams see their locations become null.
+    public func reset() async throws {
+        for name in try await namespaceNames() {
+            _ = try await write(namespace: name, TreeWriteRequest(path: .root, operation: .set(.node(.empty))))
+        }
+    }
+
+    /// Ends every stream open on `namespace` with a `cancel` event carrying `reason` — what a
+    /// stream gets when its location stops being readable to it.
+    public func cancelStreams(namespace: String, reason: String) async {
+        await self.namespace(namespace).cancelStreams(with: .cancel(reason))
+    }
+
+    /// Open streams and the groups they share work in, over all namespaces.
+    public func streamCounts() async -> (streams: Int, groups: Int) {
+        let all = namespaces.withLock { Array($0.values) }
+        var total = (streams: 0, groups: 0)
+        for namespace in all {
+            let counts = await namespace.streamCounts()
+            total.streams += counts.streams
+            total.groups += counts.groups
+        }
+        return total
+    }
+
+    private func startKeepAlives() {
+        let start = tickerStarted.withLock { started -> Bool in
+            defer { started = true }
+            return !started
+        }
+        guard start else { return }
+        let interval = settings.keepAliveInterval
+        Task { [weak self] in
+            while true {
+                try? await Task.sleep(for: interval)
+                guard let self else { return }
+                let all = self.namespaces.withLock { Array($0.values) }
+                for namespace in all { await namespace.keepAlive() }
+            }
+        }
+    }
 }

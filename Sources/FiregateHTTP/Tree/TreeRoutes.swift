@@ -1,12 +1,140 @@
 import FiregateBackend
 import FiregateModel
+import HTTPTypes
 import Hummingbird
 
-/// The Realtime Database REST and streaming surface: `/{path}.json`.
+/// The Realtime Database REST and streaming surface: `/{path}.json` with GET (and streaming
+/// GET), PUT, POST, PATCH and DELETE.
 struct TreeRoutes: Sendable {
     let backend: Backend
 
     func respond(to request: Request, context: BasicRequestContext) async -> Response {
-        ErrorResponse.tree(FiregateError(.unimplemented, "The tree backend is not available yet."))
+        do {
+            let call = try TreeRequest(request, defaultNamespace: backend.defaultProject)
+            switch call.method {
+            case .options: return TreeResponses.preflight()
+            case .get: return call.wantsStream ? try await stream(call) : try await get(call)
+            case .put: return try await put(call, body: try await body(request))
+            case .post: return try await post(call, body: try await body(request))
+            case .patch: return try await patch(call, body: try await body(request))
+            case .delete: return try await delete(call)
+            }
+        } catch {
+            return TreeResponses.error(ErrorResponse.normalize(error))
+        }
+    }
+
+    var tree: TreeBackend { backend.tree }
+
+    /// The request body as JSON; a missing or unparsable body is production's 400.
+    func body(_ request: Request) async throws -> JSON {
+        let buffer: ByteBuffer
+        do {
+            buffer = try await request.body.collect(upTo: TreeLimits.maxWriteBytes)
+        } catch {
+            throw TreeLimits.writeTooBig
+        }
+        do {
+            return try JSONParser.parse(buffer.readableBytesView)
+        } catch {
+            throw FiregateError.invalidArgument("Invalid data; couldn't parse JSON object, array, or value.")
+        }
+    }
+
+    func get(_ call: TreeRequest) async throws -> Response {
+        let plain = call.query == nil && !call.shallow && call.format == .plain && call.print != .pretty
+        if plain && !call.wantsETag && call.ifNoneMatch == nil {
+            // The hot path: a bare read, answered from the encoded cache.
+            return TreeResponses.json(try await tree.readEncoded(namespace: call.namespace, path: call.path), for: call)
+        }
+        let node = try await tree.read(namespace: call.namespace, path: call.path)
+        let style = TreeResponses.style(call)
+        let bytes: [UInt8]
+        let value: TreeNode
+        if let query = call.query {
+            let result = TreeQueryEvaluator.evaluate(query, on: node)
+            value = result.node
+            bytes = result.bytes(format: call.format, style: style)
+        } else if call.shallow {
+            value = node
+            bytes = TreeNodeWriter.shallowBytes(node, style: style)
+        } else {
+            value = node
+            bytes = TreeNodeWriter.bytes(node, format: call.format, style: style)
+        }
+        var etag: String?
+        if call.wantsETag || call.ifNoneMatch != nil {
+            let current = TreeETag.of(value)
+            if let expected = call.ifNoneMatch, expected == current { return TreeResponses.notModified(etag: current) }
+            etag = current
+        }
+        return TreeResponses.json(bytes, for: call, etag: etag)
+    }
+
+    func stream(_ call: TreeRequest) async throws -> Response {
+        let key = TreeStreamKey(path: call.path, query: call.query, format: call.format)
+        let subscription = try await tree.subscribe(namespace: call.namespace, key: key)
+        return TreeEventStreamResponse.make(subscription, tree: tree)
+    }
+
+    func put(_ call: TreeRequest, body: JSON) async throws -> Response {
+        let value = try TreeWriteValue.prepare(body, at: call.path)
+        let request = TreeWriteRequest(path: call.path, operation: .set(value), ifMatch: call.ifMatch, wantsETag: call.wantsETag)
+        switch try await tree.write(namespace: call.namespace, request) {
+        case .conflict(let current, let etag):
+            return TreeResponses.conflict(current, etag: etag, for: call)
+        case .written(let result):
+            let echo = TreeNodeWriter.bytes(result.value, format: call.format, style: TreeResponses.style(call))
+            return TreeResponses.json(echo, for: call, etag: result.etag)
+        }
+    }
+
+    func post(_ call: TreeRequest, body: JSON) async throws -> Response {
+        guard !call.path.isPriority else { throw TreePath.invalidPathError }
+        let value = try TreeWriteValue.prepare(body, at: call.path.appending("-"))
+        let request = TreeWriteRequest(path: call.path, operation: .push(value), wantsETag: call.wantsETag)
+        guard case .written(let result) = try await tree.write(namespace: call.namespace, request), let key = result.pushKey else {
+            throw FiregateError.internal("Push did not produce a key.")
+        }
+        let reply = JSONWriter.bytes(["name": .string(key)], style: TreeResponses.style(call))
+        return TreeResponses.json(reply, for: call, etag: result.etag)
+    }
+
+    func patch(_ call: TreeRequest, body: JSON) async throws -> Response {
+        guard case .object(let fields) = body else {
+            throw FiregateError.invalidArgument("Invalid data; PATCH requires a JSON object whose keys are the children or paths to update.")
+        }
+        guard !call.path.isPriority else { throw TreePath.invalidPathError }
+        var entries: [TreeUpdateEntry] = []
+        entries.reserveCapacity(fields.count)
+        for (key, json) in fields {
+            let relative: TreePath
+            do {
+                relative = try TreePath(validating: key)
+            } catch {
+                throw TreeNodeDecoder.invalidKeyError
+            }
+            guard !relative.isRoot else { throw TreeNodeDecoder.invalidKeyError }
+            let target = call.path.appending(relative)
+            entries.append(TreeUpdateEntry(path: relative, value: try TreeWriteValue.prepare(json, at: target)))
+        }
+        let request = TreeWriteRequest(path: call.path, operation: .update(entries))
+        guard case .written(let result) = try await tree.write(namespace: call.namespace, request) else {
+            throw FiregateError.internal("Update reported a conflict.")
+        }
+        var members: [(String, TreeNodeWriter.Member)] = result.entries.map { ($0.path.joined, .node($0.node)) }
+        var echo: [UInt8] = []
+        TreeNodeWriter.writeObject(&members, format: call.format, style: TreeResponses.style(call), indent: 0, into: &echo)
+        return TreeResponses.json(echo, for: call)
+    }
+
+    func delete(_ call: TreeRequest) async throws -> Response {
+        let request = TreeWriteRequest(path: call.path, operation: .set(.node(.empty)), ifMatch: call.ifMatch, wantsETag: call.wantsETag)
+        switch try await tree.write(namespace: call.namespace, request) {
+        case .conflict(let current, let etag):
+            return TreeResponses.conflict(current, etag: etag, for: call)
+        case .written(let result):
+            return TreeResponses.json(Array("null".utf8), for: call, etag: result.etag)
+        }
     }
 }

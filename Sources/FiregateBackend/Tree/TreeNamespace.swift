@@ -1,0 +1,215 @@
+import FiregateModel
+
+/// One namespace's tree: the whole value in memory (reads never touch storage), its writes
+/// applied one at a time, and the stream groups watching it.
+///
+/// The tree is loaded from storage on first use. Every write is applied in memory, queued for
+/// durable storage in the same order, and fanned out to the streams it touches before the
+/// actor takes the next message.
+actor TreeNamespace {
+    let name: String
+    private let storage: any TreeStorage
+    private let queue: TreeWriteQueue
+    private let settings: TreeStreamSettings
+    private var root = TreeNode.empty
+    private var loaded = false
+    private var groups: [TreeStreamKey: TreeStreamGroup] = [:]
+    /// Compact plain JSON of recently read locations, so repeated GETs of an unchanged
+    /// location skip encoding. Small and cleared by any write at, above or below an entry.
+    private var encoded: [TreePath: [UInt8]] = [:]
+    private static let encodedCacheEntries = 64
+    private static let encodedCacheMaxBytes = 1 << 20
+
+    init(name: String, storage: any TreeStorage, queue: TreeWriteQueue, settings: TreeStreamSettings) {
+        self.name = name
+        self.storage = storage
+        self.queue = queue
+        self.settings = settings
+    }
+
+    private func load() throws {
+        guard !loaded else { return }
+        root = TreeStorageEncoding.tree(from: try storage.loadRows(namespace: name))
+        loaded = true
+    }
+
+    func read(_ path: TreePath) throws -> TreeNode {
+        try load()
+        return root.node(at: path)
+    }
+
+    /// The value at `path` as compact plain JSON (what a bare GET answers), from the cache
+    /// when nothing changed there since the last read.
+    func readEncoded(_ path: TreePath) throws -> [UInt8] {
+        try load()
+        if let bytes = encoded[path] { return bytes }
+        let bytes = TreeNodeWriter.bytes(root.node(at: path))
+        if bytes.count <= TreeNamespace.encodedCacheMaxBytes {
+            if encoded.count >= TreeNamespace.encodedCacheEntries { encoded.removeAll(keepingCapacity: true) }
+            encoded[path] = bytes
+        }
+        return bytes
+    }
+
+    private func invalidateEncoded(_ change: TreePath) {
+        guard !encoded.isEmpty else { return }
+        for path in encoded.keys where path.contains(change) || change.contains(path) {
+            encoded.removeValue(forKey: path)
+        }
+    }
+
+    /// Applies `request`; the returned durability resolves once it is on disk.
+    func write(_ request: TreeWriteRequest, nowMillis: Int64, pushID: @Sendable () -> String) throws -> (TreeWriteOutcome, TreeDurability) {
+        try load()
+        switch request.operation {
+        case .set(let value):
+            let node = try resolve(value, at: request.path, nowMillis: nowMillis)
+            if request.path.isPriority {
+                guard node.isEmpty || node.leaf?.isValidPriority == true else {
+                    throw FiregateError.invalidArgument("Invalid data; priority must be a string, a number or null.")
+                }
+            }
+            if let expected = request.ifMatch {
+                let current = root.node(at: request.path)
+                let etag = TreeETag.of(current)
+                guard etag == expected else { return (.conflict(current: current, etag: etag), .done()) }
+            }
+            return set(node, at: request.path, wantsETag: request.wantsETag || request.ifMatch != nil, pushKey: nil)
+        case .push(let value):
+            let key = pushID()
+            let path = request.path.appending(key)
+            let node = try resolve(value, at: path, nowMillis: nowMillis)
+            return set(node, at: path, wantsETag: request.wantsETag, pushKey: key)
+        case .update(let entries):
+            return try update(entries, at: request.path, nowMillis: nowMillis)
+        }
+    }
+
+    private func resolve(_ value: TreeWriteValue, at path: TreePath, nowMillis: Int64) throws -> TreeNode {
+        switch value {
+        case .node(let node): return node
+        case .needsServerValues(let json):
+            let snapshot = root
+            let serverValues = TreeServerValues(nowMillis: nowMillis, current: { snapshot.node(at: $0) })
+            return try TreeNodeDecoder.decode(json, at: path, serverValues: serverValues)
+        }
+    }
+
+    private func set(_ node: TreeNode, at path: TreePath, wantsETag: Bool, pushKey: String?) -> (TreeWriteOutcome, TreeDurability) {
+        let nodePath = path.isPriority ? path.parent! : path
+        let befores = valuesBefore(changeAt: nodePath)
+        let previous = root.node(at: nodePath)
+        root.set(node, at: path)
+        invalidateEncoded(nodePath)
+        let stored = root.node(at: nodePath)
+        let operations = path.isPriority
+            ? TreeStorageEncoding.operations(refreshingOwnRowAt: nodePath, in: root)
+            : TreeStorageEncoding.operations(replacing: [path], in: root)
+        let durability = queue.enqueue(TreeStorageBatch(namespace: name, operations: operations))
+        if !path.isPriority || previous != stored {
+            fanOut(TreeChange(path: nodePath, operation: .set(stored)), befores: befores)
+        }
+        let result = TreeWriteResult(path: nodePath, value: path.isPriority ? stored.priorityNode : stored, entries: [],
+                                     pushKey: pushKey, etag: wantsETag ? TreeETag.of(root.node(at: path)) : nil)
+        return (.written(result), durability)
+    }
+
+    private func update(_ entries: [TreeUpdateEntry], at path: TreePath, nowMillis: Int64) throws -> (TreeWriteOutcome, TreeDurability) {
+        let sorted = entries.map(\.path).sorted { $0.keys.lexicographicallyPrecedes($1.keys) }
+        for (a, b) in zip(sorted, sorted.dropFirst()) where a.contains(b) {
+            throw TreeUpdateEntry.overlapError(a, b)
+        }
+        var resolved: [TreePatchEntry] = []
+        resolved.reserveCapacity(entries.count)
+        for entry in entries {
+            let target = path.appending(entry.path)
+            guard target.count <= TreeKey.maxDepth + (target.isPriority ? 1 : 0) else {
+                throw FiregateError.invalidArgument("Invalid data; data is nested too deeply (more than \(TreeKey.maxDepth) levels from the root).")
+            }
+            resolved.append(TreePatchEntry(path: entry.path, node: try resolve(entry.value, at: target, nowMillis: nowMillis)))
+        }
+        for entry in resolved where entry.path.isPriority {
+            guard entry.node.isEmpty || entry.node.leaf?.isValidPriority == true else {
+                throw FiregateError.invalidArgument("Invalid data; priority must be a string, a number or null.")
+            }
+        }
+        guard !resolved.isEmpty else {
+            return (.written(TreeWriteResult(path: path, value: root.node(at: path), entries: [], pushKey: nil, etag: nil)), .done())
+        }
+        let befores = valuesBefore(changeAt: path)
+        var replaced: [TreePath] = []
+        var operations: [TreeStorageOperation] = []
+        for entry in resolved {
+            let target = path.appending(entry.path)
+            root.set(entry.node, at: target)
+            invalidateEncoded(target.isPriority ? target.parent! : target)
+            if target.isPriority {
+                operations += TreeStorageEncoding.operations(refreshingOwnRowAt: target.parent!, in: root)
+            } else {
+                replaced.append(target)
+            }
+        }
+        operations = TreeStorageEncoding.operations(replacing: replaced, in: root) + operations
+        let durability = queue.enqueue(TreeStorageBatch(namespace: name, operations: operations))
+        fanOut(TreeChange(path: path, operation: .merge(resolved)), befores: befores)
+        return (.written(TreeWriteResult(path: path, value: root.node(at: path), entries: resolved, pushKey: nil, etag: nil)), durability)
+    }
+
+    /// The current values of the stream locations strictly below `path` (a change there may
+    /// leave them unchanged, which streams must not hear about).
+    private func valuesBefore(changeAt path: TreePath) -> [TreeStreamKey: TreeNode] {
+        var befores: [TreeStreamKey: TreeNode] = [:]
+        for key in groups.keys where key.query == nil && key.path.count > path.count && path.contains(key.path) {
+            befores[key] = root.node(at: key.path)
+        }
+        return befores
+    }
+
+    private func fanOut(_ change: TreeChange, befores: [TreeStreamKey: TreeNode]) {
+        for (key, group) in groups where change.touches(key.path) {
+            group.apply(change, before: befores[key] ?? .empty, root: root)
+        }
+    }
+
+    func subscribe(_ key: TreeStreamKey) throws -> TreeStreamSubscription {
+        try load()
+        let subscription = TreeStreamSubscription(namespace: name, key: key, maxBufferedBytes: settings.maxBufferedBytes)
+        let group = groups[key] ?? TreeStreamGroup(key: key, root: root)
+        if group.add(subscription, root: root, maxSnapshotBytes: settings.maxSnapshotBytes) {
+            groups[key] = group
+        }
+        return subscription
+    }
+
+    func unsubscribe(_ subscription: TreeStreamSubscription) {
+        guard let group = groups[subscription.key] else { return }
+        group.remove(subscription)
+        if group.isEmpty { groups.removeValue(forKey: subscription.key) }
+    }
+
+    /// Queues a keep-alive on every open stream (dropped for a stream whose buffer is full).
+    func keepAlive() {
+        for group in groups.values {
+            for subscription in group.subscriptions.values { _ = subscription.offer(.keepAlive) }
+        }
+    }
+
+    /// Forgets the in-memory tree after a write failed to reach storage, so the next access
+    /// reloads what is durable; open streams are cancelled since what they were told may be gone.
+    func discardAfterStorageFailure() {
+        loaded = false
+        root = .empty
+        encoded.removeAll()
+        cancelStreams(with: .cancel("The database was reloaded after a storage failure; reconnect."))
+    }
+
+    func cancelStreams(with frame: TreeStreamFrame) {
+        for group in groups.values { group.cancelAll(with: frame) }
+        groups.removeAll()
+    }
+
+    /// Number of open streams and of groups they share work in.
+    func streamCounts() -> (streams: Int, groups: Int) {
+        (groups.values.reduce(0) { $0 + $1.subscriptions.count }, groups.count)
+    }
+}

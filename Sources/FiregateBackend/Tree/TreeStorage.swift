@@ -1,0 +1,50 @@
+import FiregateModel
+
+/// Where trees persist: one row per leaf, plus one per inner node that carries a priority,
+/// keyed by (namespace, path). A write touches only the rows under and above its location, so
+/// its cost follows the size of the write, not of the tree.
+///
+/// A narrow protocol so that a PostgreSQL store can replace SQLite.
+public protocol TreeStorage: Sendable {
+    /// Every row of `namespace`, in no particular order.
+    func loadRows(namespace: String) throws -> [TreeStorageRow]
+    /// The namespaces that hold any data.
+    func namespaces() throws -> [String]
+    /// Applies the batches in order, atomically and durably, before returning.
+    func commit(_ batches: [TreeStorageBatch]) async throws
+}
+
+/// One stored row. `value` is a leaf as JSON text, nil for an inner node that only records
+/// its priority; `priority` is the priority as JSON text.
+public struct TreeStorageRow: Sendable, Equatable {
+    /// Keys joined with `/`; the root is the empty string.
+    public var path: String
+    public var value: String?
+    public var priority: String?
+
+    public init(path: String, value: String?, priority: String?) {
+        self.path = path
+        self.value = value
+        self.priority = priority
+    }
+}
+
+/// One row-level change.
+public enum TreeStorageOperation: Sendable, Equatable {
+    /// Remove the row at the path and every row below it.
+    case deleteSubtree(String)
+    /// Remove the row at exactly this path.
+    case deleteRow(String)
+    case putRow(TreeStorageRow)
+}
+
+/// The row changes of one write to one namespace.
+public struct TreeStorageBatch: Sendable, Equatable {
+    public var namespace: String
+    public var operations: [TreeStorageOperation]
+
+    public init(namespace: String, operations: [TreeStorageOperation]) {
+        self.namespace = namespace
+        self.operations = operations
+    }
+}

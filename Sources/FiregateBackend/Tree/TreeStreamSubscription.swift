@@ -1,0 +1,151 @@
+import DequeModule
+import FiregateModel
+import Synchronization
+
+/// One open stream: the frames waiting to be sent to its client, bounded in bytes.
+///
+/// A reader too slow to keep up never grows memory past the bound: when a frame does not fit,
+/// everything queued is dropped and replaced by one `put` of the location's full current
+/// value (a resync), after which events continue from there.
+public final class TreeStreamSubscription: Sendable {
+    private struct State {
+        var frames: Deque<TreeStreamFrame> = []
+        var bytes = 0
+        var waiter: CheckedContinuation<TreeStreamFrame?, Never>?
+        var finished = false
+        var resyncs = 0
+    }
+
+    public let namespace: String
+    public let key: TreeStreamKey
+    /// Most bytes of frames kept for this stream while its client is not reading.
+    public let maxBufferedBytes: Int
+    private let state = Mutex(State())
+
+    init(namespace: String, key: TreeStreamKey, maxBufferedBytes: Int) {
+        self.namespace = namespace
+        self.key = key
+        self.maxBufferedBytes = maxBufferedBytes
+    }
+
+    /// Queues `frame`; false (and nothing queued) when it would pass the bound.
+    func offer(_ frame: TreeStreamFrame) -> Bool {
+        var accepted = true
+        let waiter = state.withLock { state -> CheckedContinuation<TreeStreamFrame?, Never>? in
+            if state.finished { return nil }
+            if let waiter = state.waiter {
+                state.waiter = nil
+                return waiter
+            }
+            if !state.frames.isEmpty, state.bytes + frame.bytes.count > maxBufferedBytes {
+                accepted = false
+                return nil
+            }
+            state.frames.append(frame)
+            state.bytes += frame.bytes.count
+            return nil
+        }
+        waiter?.resume(returning: frame)
+        return accepted
+    }
+
+    /// Drops everything queued and queues `snapshot` (a full `put` at `/`) in its place.
+    func resync(with snapshot: TreeStreamFrame) {
+        let waiter = state.withLock { state -> CheckedContinuation<TreeStreamFrame?, Never>? in
+            if state.finished { return nil }
+            state.resyncs += 1
+            if let waiter = state.waiter {
+                state.waiter = nil
+                return waiter
+            }
+            state.frames = [snapshot]
+            state.bytes = snapshot.bytes.count
+            return nil
+        }
+        waiter?.resume(returning: snapshot)
+    }
+
+    /// Ends the stream after what is queued, plus `last` (a `cancel`) if given.
+    public func finish(after last: TreeStreamFrame? = nil) {
+        let waiter = state.withLock { state -> CheckedContinuation<TreeStreamFrame?, Never>? in
+            if state.finished { return nil }
+            state.finished = true
+            if let waiter = state.waiter {
+                state.waiter = nil
+                return waiter
+            }
+            if let last {
+                state.frames.append(last)
+                state.bytes += last.bytes.count
+            }
+            return nil
+        }
+        waiter?.resume(returning: last)
+    }
+
+    /// The next frame to send, waiting for one; nil once the stream has ended.
+    public func next() async -> TreeStreamFrame? {
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<TreeStreamFrame?, Never>) in
+                let ready = state.withLock { state -> TreeStreamFrame?? in
+                    if let frame = state.frames.popFirst() {
+                        state.bytes -= frame.bytes.count
+                        return .some(frame)
+                    }
+                    if state.finished { return .some(nil) }
+                    state.waiter = continuation
+                    return nil
+                }
+                if let ready { continuation.resume(returning: ready) }
+            }
+        } onCancel: {
+            finish()
+        }
+    }
+
+    /// Frames already queued, taken without waiting (so a writer can send them together).
+    public func takeQueued() -> [TreeStreamFrame] {
+        state.withLock { state in
+            guard !state.frames.isEmpty else { return [] }
+            let frames = Array(state.frames)
+            state.frames.removeAll()
+            state.bytes = 0
+            return frames
+        }
+    }
+
+    /// How many times this stream was resynced because its reader fell behind.
+    public var resyncCount: Int { state.withLock { $0.resyncs } }
+
+    /// Bytes queued and not yet taken by the reader.
+    public var bufferedBytes: Int { state.withLock { $0.bytes } }
+
+    public var isFinished: Bool { state.withLock { $0.finished } }
+}
+
+extension TreeStreamSubscription: AsyncSequence {
+    public typealias Element = TreeStreamFrame
+
+    /// Iterates the frames until the stream ends.
+    public struct AsyncIterator: AsyncIteratorProtocol {
+        let subscription: TreeStreamSubscription
+
+        public mutating func next() async -> TreeStreamFrame? { await subscription.next() }
+    }
+
+    public func makeAsyncIterator() -> AsyncIterator { AsyncIterator(subscription: self) }
+}
+
+/// What streams share work by: the location, the query (nil for the whole location) and the
+/// output format.
+public struct TreeStreamKey: Sendable, Hashable {
+    public let path: TreePath
+    public let query: TreeQuery?
+    public let format: TreeFormat
+
+    public init(path: TreePath, query: TreeQuery?, format: TreeFormat) {
+        self.path = path
+        self.query = query?.filters == true ? query : nil
+        self.format = format
+    }
+}

@@ -1,0 +1,81 @@
+import FiregateModel
+
+/// A value to write, decoded and validated before it reaches the namespace. Values holding
+/// server values stay JSON until the namespace resolves them against the current tree.
+public enum TreeWriteValue: Sendable {
+    case node(TreeNode)
+    case needsServerValues(JSON)
+
+    /// Validates `json` for writing at `path` (absolute), resolving nothing yet.
+    public static func prepare(_ json: JSON, at path: TreePath) throws(FiregateError) -> TreeWriteValue {
+        do {
+            return .node(try TreeNodeDecoder.decode(json, at: path, serverValues: nil))
+        } catch where error == TreeNodeDecoder.needsServerValues {
+            return .needsServerValues(json)
+        }
+    }
+}
+
+/// One write to a namespace, as the REST methods ask for it.
+public struct TreeWriteRequest: Sendable {
+    public enum Operation: Sendable {
+        /// PUT (and DELETE, with an empty node): replace the value at the path.
+        case set(TreeWriteValue)
+        /// PATCH: replace each entry's path (relative to the request path); none may be an
+        /// ancestor of another.
+        case update([TreeUpdateEntry])
+        /// POST: add the value under a new push id.
+        case push(TreeWriteValue)
+    }
+
+    public var path: TreePath
+    public var operation: Operation
+    /// `if-match`: write only if the current value's ETag is this.
+    public var ifMatch: String?
+    /// Report the ETag of the location after the write.
+    public var wantsETag: Bool
+
+    public init(path: TreePath, operation: Operation, ifMatch: String? = nil, wantsETag: Bool = false) {
+        self.path = path
+        self.operation = operation
+        self.ifMatch = ifMatch
+        self.wantsETag = wantsETag
+    }
+}
+
+/// One entry of a multi-path update.
+public struct TreeUpdateEntry: Sendable {
+    public let path: TreePath
+    public let value: TreeWriteValue
+
+    public init(path: TreePath, value: TreeWriteValue) {
+        self.path = path
+        self.value = value
+    }
+
+    /// The error for an update whose paths overlap.
+    static func overlapError(_ a: TreePath, _ b: TreePath) -> FiregateError {
+        .invalidArgument("Invalid data; path \(a) is an ancestor of \(b) in the same update.")
+    }
+}
+
+/// What a write did.
+public enum TreeWriteOutcome: Sendable {
+    case written(TreeWriteResult)
+    /// `if-match` did not match: nothing was written; here is what is there.
+    case conflict(current: TreeNode, etag: String)
+}
+
+/// A successful write.
+public struct TreeWriteResult: Sendable {
+    /// Where the value now is (for a push, the new child).
+    public let path: TreePath
+    /// The value stored at `path` (set and push).
+    public let value: TreeNode
+    /// The stored entries (update), paths relative to the request path.
+    public let entries: [TreePatchEntry]
+    /// The new child's key (push).
+    public let pushKey: String?
+    /// The location's ETag after the write, when asked for.
+    public let etag: String?
+}
