@@ -310,3 +310,16 @@ def test_bad_control_input_is_a_clear_400(base_url, project):
     assert r.status_code == 400
     assert requests.put(a.url, data="{not json", timeout=10).status_code == 400
     assert a.post("noSuchVerb").status_code == 404
+
+
+def test_a_listener_ends_when_its_http_client_hangs_up(base_url, project):
+    import time
+    a = Client(base_url, project)
+    stream = a.listen("c")
+    a.sync(stream)
+    assert a.state()["listeners"] == 1
+    stream.close()
+    deadline = time.monotonic() + 5
+    while a.state()["listeners"] != 0:
+        assert time.monotonic() < deadline, "the listener outlived its connection"
+        time.sleep(0.02)

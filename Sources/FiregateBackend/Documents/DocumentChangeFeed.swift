@@ -139,8 +139,17 @@ public final class FeedSubscription: AsyncSequence, Sendable {
         waiter?.resume(returning: nil)
     }
 
-    /// The next event; nil once cancelled or after `.closed` was delivered.
+    /// The next event; nil once cancelled (the subscription or the calling task) or after
+    /// `.closed` was delivered.
     public func next() async -> FeedEvent? {
+        await withTaskCancellationHandler {
+            await waitForNext()
+        } onCancel: {
+            cancel()
+        }
+    }
+
+    private func waitForNext() async -> FeedEvent? {
         await withCheckedContinuation { (continuation: CheckedContinuation<FeedEvent?, Never>) in
             let ready = state.withLock { state -> FeedEvent?? in
                 if state.finished { return .some(nil) }

@@ -27,14 +27,18 @@ struct DocumentListenRoute {
             let query = try Query(structuredQuery: queryJSON, parent: path, database: database.id)
             let stream = QueryListenStream(database: database, query: query, options: options, ticker: ticker, frames: frames,
                                            changesOnly: changesOnly, resumeAfter: resumeAfter, resuming: lastEventID != nil)
-            return Response(status: .ok, headers: ServerSentEvents.headers, body: ResponseBody { writer in await stream.run(&writer) })
+            return Response(status: .ok, headers: ServerSentEvents.headers, body: ResponseBody { writer in
+                await InboundClose.cancelling(request) { await stream.run(&writer) }
+            })
         }
         guard path.isDocument else {
             throw .invalidArgument("listen needs a document path, or a query (?query=<structuredQuery JSON> or a body).")
         }
         let stream = DocumentListenStream(database: database, path: path, options: options, ticker: ticker, frames: frames,
                                           resumeAfter: resumeAfter, resuming: lastEventID != nil)
-        return Response(status: .ok, headers: ServerSentEvents.headers, body: ResponseBody { writer in await stream.run(&writer) })
+        return Response(status: .ok, headers: ServerSentEvents.headers, body: ResponseBody { writer in
+                await InboundClose.cancelling(request) { await stream.run(&writer) }
+            })
     }
 }
 

@@ -51,16 +51,18 @@ struct ClientListenRoute {
                 keepAlive.cancel()
                 continuation.finish()
             }
-            do {
-                try await withGracefulShutdownHandler {
-                    try await ClientListenRoute.forward(events, to: &writer)
-                } onGracefulShutdown: {
-                    continuation.yield(.error(FiregateError(.unavailable, "The server is shutting down.")))
-                    continuation.finish()
+            await InboundClose.cancelling(request) {
+                do {
+                    try await withGracefulShutdownHandler {
+                        try await ClientListenRoute.forward(events, to: &writer)
+                    } onGracefulShutdown: {
+                        continuation.yield(.error(FiregateError(.unavailable, "The server is shutting down.")))
+                        continuation.finish()
+                    }
+                    try await writer.finish(nil)
+                } catch {
+                    // The client went away.
                 }
-                try await writer.finish(nil)
-            } catch {
-                // The client went away.
             }
         })
     }
