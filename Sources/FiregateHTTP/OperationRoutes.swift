@@ -23,7 +23,7 @@ struct OperationRoutes: Sendable {
         let segments = path.split(separator: "/", omittingEmptySubsequences: false).dropFirst().map { PercentDecoding.decode(String($0)) }
         if segments.count == 7, segments[0] == "emulator", segments[1] == "v1", segments[2] == "projects", segments[4] == "databases",
            segments[6] == "documents" {
-            guard request.method == .delete else { throw FiregateError(.unimplemented, "Only DELETE is supported on \(path).") }
+            guard request.method == .delete else { throw .notFound("No route for \(request.method) \(path): only DELETE is served here.") }
             let database = backend.documents.database(DatabaseID(project: segments[3], database: segments[5]))
             do {
                 try await database.reset()

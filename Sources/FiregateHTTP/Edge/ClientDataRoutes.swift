@@ -46,7 +46,7 @@ struct ClientDataRoutes {
             let body = try await request.jsonObjectBody()
             guard let structured = body.member("structuredQuery"), structured != .null else { throw .invalidArgument("runQuery needs a structuredQuery.") }
             if body.member("transaction") != nil || body.member("newTransaction") != nil {
-                return try await passThrough(target, request, operation: "run a transactional query")
+                return try await passThrough(target, request, operation: "run a transactional query", body: body)
             }
             var query = try Query(structuredQuery: structured, parent: target.path, database: target.database)
             query.limitToLast = try params.bool("limitToLast") ?? false
@@ -208,7 +208,8 @@ struct ClientDataRoutes {
         return JSONResponse.make(JSON.errorBody(error), status: .init(code: error.httpStatus), headers: headers)
     }
 
-    /// Transactions and other server-only calls go straight to the backend, online only.
+    /// Transactions and other server-only calls go straight to the backend, online only. A body
+    /// already read here must be handed on: a request body can be read only once.
     func passThrough(_ target: DocumentRequestPath, _ request: Request, operation: String, body: JSON? = nil) async throws(FiregateError) -> Response {
         try await client.requireNetwork(for: operation)
         var forwarded = request
