@@ -238,7 +238,7 @@ final class RoutingTests: XCTestCase {
             assertError(try await client.send(.get, "\(base)/c/a"), 404, "NOT_FOUND")
             do { let r = try await client.send(.get, "/v1/projects/other/databases/(default)/documents/c/a"); XCTAssertEqual(r.status, 200) }
             XCTAssertEqual(backend.documents.database(testDB).documentCount, 0)
-            assertError(try await client.send(.get, "/emulator/v1/projects/p/databases/(default)/documents"), 501, "UNIMPLEMENTED")
+            assertError(try await client.send(.get, "/emulator/v1/projects/p/databases/(default)/documents"), 404, "NOT_FOUND", contains: "only DELETE")
             assertError(try await client.send(.post, "/emulator/v1/nothing"), 404, "NOT_FOUND")
         }
     }

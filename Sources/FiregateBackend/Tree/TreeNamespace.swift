@@ -1,4 +1,5 @@
 import FiregateModel
+import FiregateStore
 
 /// One namespace's tree: the whole value in memory (reads never touch storage), its writes
 /// applied one at a time, and the stream groups watching it.

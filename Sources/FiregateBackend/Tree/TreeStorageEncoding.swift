@@ -1,4 +1,5 @@
 import FiregateModel
+import FiregateStore
 
 /// Translates between trees and storage rows: rows for a written subtree, the row an inner
 /// node keeps for itself, and the tree rebuilt from all rows of a namespace.

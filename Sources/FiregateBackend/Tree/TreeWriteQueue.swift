@@ -1,4 +1,5 @@
 import FiregateModel
+import FiregateStore
 import Synchronization
 
 /// Persists tree writes in exactly the order namespaces applied them: `enqueue` is synchronous

@@ -1,5 +1,6 @@
 import FiregateBackend
 import FiregateModel
+import FiregateStore
 import XCTest
 
 final class TreeStorageEncodingTests: XCTestCase {

@@ -1,5 +1,4 @@
 import FiregateModel
-import FiregateStore
 import GRDB
 
 /// `TreeStorage` in the shared SQLite store: table `tree_node (ns, path, value, priority)`,
