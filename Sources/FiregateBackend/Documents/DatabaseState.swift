@@ -19,6 +19,9 @@ struct DatabaseState {
     var history: Deque<CommitRecord> = []
     var sequence: Int64 = 0
     var transactions: [String: TransactionState] = [:]
+    /// A batch failed to reach the disk: the state is being reloaded from storage, and commits
+    /// are refused until it is.
+    var recovering = false
     /// Commit time of the newest commit dropped from `history` (reads before it are refused).
     var prunedThrough: Timestamp?
 

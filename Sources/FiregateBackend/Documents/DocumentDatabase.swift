@@ -114,6 +114,9 @@ public final class DocumentDatabase: Sendable {
 
     public var documentCount: Int { state.withLock { $0.documents.count } }
 
+    /// Whether the state is being reloaded after a storage failure (commits are refused).
+    public var isRecovering: Bool { state.withLock { $0.recovering } }
+
     // MARK: Transactions
 
     public func beginTransaction(_ options: TransactionOptions) throws(FiregateError) -> String {
@@ -251,6 +254,9 @@ public final class DocumentDatabase: Sendable {
 
     /// Applies writes to the state (all or nothing) and queues them for durability.
     func apply(_ writes: [Write], in state: inout DatabaseState) throws(FiregateError) -> (CommitResult, DurabilitySignal) {
+        if state.recovering {
+            throw .unavailable("The database is recovering from a storage failure; retry the write.")
+        }
         let commitTime = Timestamp(microseconds: clock.nextCommitMicros())
         var working: [ResourcePath: Document?] = [:]
         var order: [ResourcePath] = []
@@ -296,11 +302,37 @@ public final class DocumentDatabase: Sendable {
         let record = CommitRecord(sequence: state.sequence, commitTime: commitTime, changes: changes)
         state.record(record)
         let feed = self.feed
-        storage.enqueue(DocumentPersistBatch(database: id, upserts: upserts, deletes: deletes)) { outcome in
-            if case .success = outcome { feed.publish(record) }
+        storage.enqueue(DocumentPersistBatch(database: id, upserts: upserts, deletes: deletes)) { [self] outcome in
+            switch outcome {
+            case .success: feed.publish(record)
+            case .failure: DispatchQueue.global().async { self.recoverFromStorage() }
+            }
             signal.complete(outcome)
         }
         return (result, signal)
+    }
+
+    /// After a batch failed to reach the disk, the memory holds a write that is not durable:
+    /// refuse commits, reload the state from storage (after every batch queued so far), and end
+    /// the listeners, whose view may have included the lost write.
+    func recoverFromStorage() {
+        state.withLock { current in
+            guard !current.recovering else { return }
+            current.recovering = true
+            storage.enqueueLoad(id) { [self] result in
+                self.state.withLock { state in
+                    if case .success(let documents) = result {
+                        var fresh = DatabaseState()
+                        fresh.sequence = state.sequence + 1
+                        fresh.prunedThrough = clock.now()
+                        for document in documents { fresh.put(document) }
+                        state = fresh
+                    }
+                    state.recovering = false
+                }
+                feed.closeAll(FiregateError(.unavailable, "A write could not be made durable; the database was reloaded from storage. Listen again."))
+            }
+        }
     }
 
     /// Deletes every document; open listeners end with `error`.

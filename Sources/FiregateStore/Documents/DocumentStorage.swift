@@ -1,4 +1,5 @@
 import FiregateModel
+import Foundation
 
 /// What one commit changes on disk for one database.
 public struct DocumentPersistBatch: Sendable {
@@ -23,6 +24,10 @@ public protocol DocumentStorage: Sendable {
     func enqueue(_ batch: DocumentPersistBatch, onDurable: @escaping @Sendable (Result<Void, any Error>) -> Void)
     /// Queues the removal of every document of a database, ordered with the batches.
     func enqueueClear(_ database: DatabaseID, onDurable: @escaping @Sendable (Result<Void, any Error>) -> Void)
+    /// Queues a read of every stored document of a database, ordered after the batches queued
+    /// so far (recovery after a failed batch). `completion` is never called from within this
+    /// call, so a caller may hold its lock while queueing.
+    func enqueueLoad(_ database: DatabaseID, completion: @escaping @Sendable (Result<[Document], any Error>) -> Void)
 }
 
 /// Keeps nothing (`--in-memory`): every batch is "durable" at once.
@@ -34,5 +39,9 @@ public struct MemoryDocumentStorage: DocumentStorage {
     }
     public func enqueueClear(_ database: DatabaseID, onDurable: @escaping @Sendable (Result<Void, any Error>) -> Void) {
         onDurable(.success(()))
+    }
+    /// Nothing is stored: batches never fail here, so this is never needed; it answers empty.
+    public func enqueueLoad(_ database: DatabaseID, completion: @escaping @Sendable (Result<[Document], any Error>) -> Void) {
+        DispatchQueue.global().async { completion(.success([])) }
     }
 }

@@ -1,6 +1,7 @@
 import FiregateModel
 import Foundation
 import GRDB
+import Synchronization
 
 /// Documents in the `documents` table: one row per document, fields as typed-value JSON.
 public struct SQLiteDocumentStorage: DocumentStorage {
@@ -58,6 +59,25 @@ public struct SQLiteDocumentStorage: DocumentStorage {
                 try db.execute(sql: "DELETE FROM documents WHERE project = ? AND database = ? AND path = ?", arguments: [project, database, path])
             }
         }, completion: onDurable)
+    }
+
+    public func enqueueLoad(_ database: DatabaseID, completion: @escaping @Sendable (Result<[Document], any Error>) -> Void) {
+        let project = database.project, name = database.database
+        let loaded = Mutex<[Document]>([])
+        store.committer.enqueue({ db in
+            var documents: [Document] = []
+            let rows = try Row.fetchCursor(db, sql: "SELECT path, fields, create_us, update_us FROM documents WHERE project = ? AND database = ?",
+                                           arguments: [project, name])
+            while let row = try rows.next() {
+                let path = ResourcePath((row[0] as String).split(separator: "/", omittingEmptySubsequences: false).map(String.init))
+                let data: Data = row[1]
+                documents.append(Document(path: path, fields: try Value.parseFields(try JSONParser.parse(data)),
+                                          createTime: Timestamp(microseconds: row[2]), updateTime: Timestamp(microseconds: row[3])))
+            }
+            loaded.withLock { $0 = documents }
+        }, completion: { result in
+            completion(result.map { loaded.withLock { $0 } })
+        })
     }
 
     public func enqueueClear(_ database: DatabaseID, onDurable: @escaping @Sendable (Result<Void, any Error>) -> Void) {
