@@ -81,33 +81,18 @@ public struct QueryView: Sendable {
                             syncStateChanged: syncStateChanged, hasCachedResults: hasCachedResults)
     }
 
-    /// Orders changes (removed, added, then modified/metadata, each in query order) and gives
-    /// each its indexes against a running copy of the old result, as `docChanges()` does.
+    /// Gives each change its indexes as `docChanges()` does (DocumentChangeSet.indexed).
     func indexChanges(_ changes: [(ViewDocumentChange.Kind, LocalDocument, LocalDocument?)], from oldDocuments: [LocalDocument]) -> [ViewDocumentChange] {
-        func rank(_ kind: ViewDocumentChange.Kind) -> Int {
-            switch kind {
-            case .removed: 0
-            case .added: 1
-            case .modified, .metadata: 2
+        let steps = changes.map { kind, doc, _ -> (DocumentChangeSet.ChangeStep, Document, (ViewDocumentChange.Kind, LocalDocument)) in
+            let step: DocumentChangeSet.ChangeStep = switch kind {
+            case .removed: .removal
+            case .added: .insertion
+            case .modified, .metadata: .move
             }
+            return (step, doc.document, (kind, doc))
         }
-        let sorted = changes.sorted { a, b in
-            if rank(a.0) != rank(b.0) { return rank(a.0) < rank(b.0) }
-            return query.compare(a.1.document, b.1.document, database: database) < 0
-        }
-        var tracker = oldDocuments.map(\.document)
-        return sorted.map { kind, doc, _ in
-            var oldIndex = -1, newIndex = -1
-            if kind != .added, let i = tracker.firstIndex(where: { $0.path == doc.path }) {
-                oldIndex = i
-                tracker.remove(at: i)
-            }
-            if kind != .removed {
-                let i = tracker.partitionIndex { query.compare($0, doc.document, database: database) < 0 }
-                tracker.insert(doc.document, at: i)
-                newIndex = i
-            }
-            return ViewDocumentChange(kind: kind, document: doc, oldIndex: oldIndex, newIndex: newIndex)
+        return DocumentChangeSet.indexed(steps, from: oldDocuments.map(\.document), query: query, database: database).map {
+            ViewDocumentChange(kind: $0.payload.0, document: $0.payload.1, oldIndex: $0.oldIndex, newIndex: $0.newIndex)
         }
     }
 }

@@ -40,29 +40,43 @@ public enum DocumentChangeSet {
                 added.append(doc)
             }
         }
-        let compare = { (a: Document, b: Document) in query.compare(a, b, database: database) < 0 }
         if old.isEmpty {
             return new.enumerated().map { ViewChange(kind: .added, document: $1, oldIndex: -1, newIndex: $0) }
         }
+        let changes = removed.map { (ChangeStep.removal, $0, ViewChange.Kind.removed) }
+            + added.map { (ChangeStep.insertion, $0, ViewChange.Kind.added) }
+            + modified.map { (ChangeStep.move, $0, ViewChange.Kind.modified) }
+        return indexed(changes, from: old, query: query, database: database).map {
+            ViewChange(kind: $0.payload, document: $0.document, oldIndex: $0.oldIndex, newIndex: $0.newIndex)
+        }
+    }
+
+    /// What a change does to the running list: leave it, enter it, or leave and re-enter it.
+    public enum ChangeStep: Int, Sendable {
+        case removal = 0, insertion = 1, move = 2
+    }
+
+    /// Orders changes (removals, then insertions, then moves, each group in query order) and gives
+    /// each its indexes against a running list that starts as `old` and has each change applied
+    /// in turn. Shared by backend listens and edge views; `payload` carries the caller's kind.
+    public static func indexed<Payload>(_ changes: [(ChangeStep, Document, Payload)], from old: [Document], query: Query,
+                                        database: DatabaseID) -> [(payload: Payload, document: Document, oldIndex: Int, newIndex: Int)] {
+        let compare = { (a: Document, b: Document) in query.compare(a, b, database: database) < 0 }
+        let ordered = changes.sorted { a, b in a.0 != b.0 ? a.0.rawValue < b.0.rawValue : compare(a.1, b.1) }
         var tracker = old
-        var result: [ViewChange] = []
-        let ordered = removed.sorted(by: compare).map { (ViewChange.Kind.removed, $0) }
-            + added.sorted(by: compare).map { (ViewChange.Kind.added, $0) }
-            + modified.sorted(by: compare).map { (ViewChange.Kind.modified, $0) }
-        for (kind, doc) in ordered {
+        return ordered.map { step, doc, payload in
             var oldIndex = -1, newIndex = -1
-            if kind != .added, let i = tracker.firstIndex(where: { $0.path == doc.path }) {
+            if step != .insertion, let i = tracker.firstIndex(where: { $0.path == doc.path }) {
                 oldIndex = i
                 tracker.remove(at: i)
             }
-            if kind != .removed {
+            if step != .removal {
                 let i = tracker.partitionIndex { compare($0, doc) }
                 tracker.insert(doc, at: i)
                 newIndex = i
             }
-            result.append(ViewChange(kind: kind, document: doc, oldIndex: oldIndex, newIndex: newIndex))
+            return (payload, doc, oldIndex, newIndex)
         }
-        return result
     }
 }
 
