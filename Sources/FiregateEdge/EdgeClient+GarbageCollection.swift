@@ -12,7 +12,7 @@ extension EdgeClient {
         for entry in listeners.values {
             retained.formUnion(entry.serverPaths)
             retained.formUnion(entry.view.documents.map(\.document.path))
-            activeQueries.insert(entry.query.canonicalID)
+            activeQueries.insert(entry.queryID)
         }
         for path in remote.entries.keys where !retained.contains(path) {
             remote.set(path, nil)

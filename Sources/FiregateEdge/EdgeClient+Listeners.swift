@@ -13,7 +13,7 @@ extension EdgeClient {
         let listenerID = nextListenerID
         nextListenerID += 1
         listeners[listenerID] = ListenerEntry(
-            query: query, options: options, view: QueryView(query: query, database: settings.databaseID),
+            query: query, queryID: query.canonicalID, options: options, view: QueryView(query: query, database: settings.databaseID),
             listener: QueryListener(includeMetadataChanges: options.includeMetadataChanges, cacheOnly: options.cacheOnly),
             output: output)
         output.onTermination = { [weak self] _ in
@@ -48,7 +48,7 @@ extension EdgeClient {
             guard var entry = listeners[listenerID] else { continue }
             let result = builder.run(entry.query)
             let current = entry.current && network.online && !entry.options.cacheOnly
-            let hasCachedResults = syncedQueries.contains(entry.query.canonicalID)
+            let hasCachedResults = syncedQueries.contains(entry.queryID)
             if let snapshot = entry.view.update(result: result, current: current, hasCachedResults: hasCachedResults),
                let raised = entry.listener.onViewSnapshot(snapshot, onlineState: onlineState) {
                 emit(raised, to: &entry)
@@ -91,9 +91,4 @@ extension EdgeClient {
             entry.output.finish()
         }
     }
-}
-
-extension Query {
-    /// A stable identity of the query, for the synced-queries cache.
-    public var canonicalID: String { "\(self)" }
 }

@@ -101,9 +101,9 @@ extension EdgeClient {
             entry.serverPaths = seen
             entry.current = true
             listeners[listenerID] = entry
-            if !syncedQueries.contains(entry.query.canonicalID) {
-                syncedQueries.insert(entry.query.canonicalID)
-                if settings.persistence == .persistent { storage?.saveSyncedQuery(entry.query.canonicalID) }
+            if !syncedQueries.contains(entry.queryID) {
+                syncedQueries.insert(entry.queryID)
+                if settings.persistence == .persistent { storage?.saveSyncedQuery(entry.queryID) }
             }
         }
         updateViews()

@@ -27,6 +27,8 @@ public struct ListenerOptions: Sendable {
 /// One open listener: its view, its raising rules and the stream it feeds.
 struct ListenerEntry {
     let query: Query
+    /// `query.canonicalID`, computed once: views are updated on every change.
+    let queryID: String
     let options: ListenerOptions
     var view: QueryView
     var listener: QueryListener

@@ -110,6 +110,9 @@ public struct Query: Sendable, Equatable {
         }
     }
 
+    /// An identity of the query as a whole (every field), for caches keyed by query.
+    public var canonicalID: String { "\(self)" }
+
     /// The collection path for a non-group query (`parent/collectionID`).
     public var collectionPath: ResourcePath { parent.appending(collectionID) }
 

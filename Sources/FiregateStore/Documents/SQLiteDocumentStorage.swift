@@ -32,12 +32,7 @@ public struct SQLiteDocumentStorage: DocumentStorage {
             var result: [(DatabaseID, Document)] = []
             let rows = try Row.fetchCursor(db, sql: "SELECT project, database, path, fields, create_us, update_us FROM documents")
             while let row = try rows.next() {
-                let database = DatabaseID(project: row[0], database: row[1])
-                let path = ResourcePath((row[2] as String).split(separator: "/", omittingEmptySubsequences: false).map(String.init))
-                let data: Data = row[3]
-                let fields = try Value.parseFields(try JSONParser.parse(data))
-                result.append((database, Document(path: path, fields: fields,
-                                                  createTime: Timestamp(microseconds: row[4]), updateTime: Timestamp(microseconds: row[5]))))
+                result.append((DatabaseID(project: row[0], database: row[1]), try SQLiteDocumentStorage.document(row, from: 2)))
             }
             return result
         }
@@ -61,6 +56,14 @@ public struct SQLiteDocumentStorage: DocumentStorage {
         }, completion: onDurable)
     }
 
+    /// A document from the columns `path, fields, create_us, update_us` starting at `column`.
+    static func document(_ row: Row, from column: Int) throws -> Document {
+        let path = ResourcePath((row[column] as String).split(separator: "/", omittingEmptySubsequences: false).map(String.init))
+        let data: Data = row[column + 1]
+        return Document(path: path, fields: try Value.parseFields(try JSONParser.parse(data)),
+                        createTime: Timestamp(microseconds: row[column + 2]), updateTime: Timestamp(microseconds: row[column + 3]))
+    }
+
     public func enqueueLoad(_ database: DatabaseID, completion: @escaping @Sendable (Result<[Document], any Error>) -> Void) {
         let project = database.project, name = database.database
         let loaded = Mutex<[Document]>([])
@@ -69,10 +72,7 @@ public struct SQLiteDocumentStorage: DocumentStorage {
             let rows = try Row.fetchCursor(db, sql: "SELECT path, fields, create_us, update_us FROM documents WHERE project = ? AND database = ?",
                                            arguments: [project, name])
             while let row = try rows.next() {
-                let path = ResourcePath((row[0] as String).split(separator: "/", omittingEmptySubsequences: false).map(String.init))
-                let data: Data = row[1]
-                documents.append(Document(path: path, fields: try Value.parseFields(try JSONParser.parse(data)),
-                                          createTime: Timestamp(microseconds: row[2]), updateTime: Timestamp(microseconds: row[3])))
+                documents.append(try SQLiteDocumentStorage.document(row, from: 0))
             }
             loaded.withLock { $0 = documents }
         }, completion: { result in
