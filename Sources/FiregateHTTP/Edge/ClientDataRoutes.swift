@@ -125,14 +125,9 @@ struct ClientDataRoutes {
         let read = try await client.getDocument(target.path, source: try source(params))
         guard let doc = read.value else {
             let error = FiregateError.notFound("Document \"\(target.database.resourceName(target.path))\" not found.")
-            return JSONResponse.make(JSON.errorBody(error), status: .notFound, headers: [
-                ClientDataRoutes.fromCacheHeader: read.fromCache ? "true" : "false",
-                ClientDataRoutes.pendingHeader: read.hasPendingWrites ? "true" : "false",
-            ])
+            return respond(documents: JSON.errorBody(error), read, status: .notFound)
         }
-        var document = doc.document
-        document.fields = try serverTimestamps(params).resolve(document.fields)
-        return respond(documents: document.json(database: target.database, mask: try params.mask()), read)
+        return respond(documents: try render(doc, target.database, params), read)
     }
 
     func create(_ target: DocumentRequestPath, _ request: Request, _ params: QueryParameters) async throws(FiregateError) -> Response {
