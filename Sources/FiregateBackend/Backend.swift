@@ -9,6 +9,8 @@ public final class Backend: Sendable {
     public let clock: ServerClock
     public let documents: DocumentBackend
     public let tree: TreeBackend
+    /// What happened, for the operations event stream.
+    public let operations: OperationsLog
     /// The project used when a request names none (the tree's default namespace).
     public let defaultProject: String
 
@@ -24,8 +26,21 @@ public final class Backend: Sendable {
         self.store = store
         self.clock = clock
         self.defaultProject = defaultProject
+        let operations = OperationsLog(clock: clock)
+        self.operations = operations
         let documentStorage: any DocumentStorage = directory == nil ? MemoryDocumentStorage() : SQLiteDocumentStorage(store: store)
-        documents = try DocumentBackend(storage: documentStorage, clock: clock)
-        tree = try await TreeBackend(store: store, clock: clock)
+        documents = try DocumentBackend(storage: documentStorage, clock: clock, operations: operations)
+        tree = try await TreeBackend(store: store, clock: clock, operations: operations)
+        clock.onChange { [weak operations, weak clock] time in
+            operations?.record(.clock(frozen: clock?.isFrozen ?? false), at: time)
+        }
+    }
+
+    /// Clears every document database and tree namespace, durably. Document listeners end
+    /// with an error; tree streams get `cancel`.
+    public func reset() async throws {
+        for database in documents.allDatabases { try await database.reset() }
+        try await tree.reset()
+        await tree.cancelAllStreams(reason: "The emulator was reset.")
     }
 }

@@ -16,6 +16,7 @@ extension EdgeClient {
         }
         for path in remote.entries.keys where !retained.contains(path) {
             remote.set(path, nil)
+            cacheStatistics.evictions += 1
         }
         syncedQueries.formIntersection(activeQueries)
     }

@@ -36,11 +36,13 @@ extension EdgeClient {
             throw .unavailable("Failed to get document because the client is offline.")
         case .cache, .default:
             guard builder.isKnown(path) else {
+                cacheStatistics.misses += 1
                 if source == .cache {
                     throw .unavailable("Failed to get document from cache. (However, this document may exist on the server. Run again without setting 'source' in the GetOptions to attempt to retrieve the document from the server.)")
                 }
                 throw .unavailable("Failed to get document because the client is offline.")
             }
+            cacheStatistics.hits += 1
             let local = builder.document(path)
             return EdgeRead(value: local, fromCache: true, hasPendingWrites: local?.hasLocalMutations ?? false)
         }
@@ -67,6 +69,7 @@ extension EdgeClient {
         if source == .server {
             throw .unavailable("Failed to get documents from server. (However, these documents may exist in the local cache. Run again without setting source to \"server\" to retrieve the cached documents.)")
         }
+        cacheStatistics.hits += 1
         let local = localView().run(query)
         return EdgeRead(value: local, fromCache: true, hasPendingWrites: local.contains { $0.hasLocalMutations })
     }

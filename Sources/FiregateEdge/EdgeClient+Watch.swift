@@ -139,6 +139,7 @@ extension EdgeClient {
         for listenerID in listeners.keys { listeners[listenerID]?.current = false }
         updateViews()
         raiseOnlineState()
+        backend.operations.record(.network(client: id, online: false))
     }
 
     /// enableNetwork: reconnect the watch, refetch every target (unless the gate holds them),
@@ -152,6 +153,7 @@ extension EdgeClient {
             refreshTargets(ids)
         }
         raiseOnlineState()
+        backend.operations.record(.network(client: id, online: true))
         pumpWrites()
     }
 }

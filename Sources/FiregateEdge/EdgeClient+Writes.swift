@@ -155,6 +155,11 @@ extension EdgeClient {
     /// Records a batch's final state and wakes whoever waits on it.
     func finish(_ batchID: Int64, _ state: WriteState) {
         writeStates[batchID] = state
+        switch state {
+        case .acknowledged: backend.operations.record(.writeAcknowledged(client: id, writeID: batchID))
+        case .rejected(let error): backend.operations.record(.writeRejected(client: id, writeID: batchID, error: error))
+        case .pending: break
+        }
         if writeStates.count > 10_000, let oldest = writeStates.keys.min() { writeStates[oldest] = nil }
         for waiter in ackWaiters.removeValue(forKey: batchID) ?? [] { waiter.continuation.resume(returning: state) }
         let lowest = queue.first?.id ?? Int64.max

@@ -18,6 +18,8 @@ public actor EdgeClient {
     var started = false
 
     var remote = RemoteDocumentCache()
+    /// Reads answered from the cache and documents dropped from it, for metrics.
+    var cacheStatistics = CacheStatistics()
     var queue = MutationQueue()
     var writeStates: [Int64: WriteState] = [:]
     /// Queries whose server result the cache holds (the SDK's hasCachedResults).
@@ -106,6 +108,7 @@ public actor EdgeClient {
         }
         settings = updated
         persistSettings()
+        backend.operations.record(.client(client: id, action: "configured"))
     }
 
     func persistSettings() {
@@ -120,11 +123,25 @@ public actor EdgeClient {
             "gates": gates.json,
             "terminated": .bool(terminated),
             "pendingWrites": .int(Int64(queue.count)),
-            "cache": ["bytes": .int(Int64(remote.byteSize)), "documents": .int(Int64(remote.count))],
+            "cache": [
+                "bytes": .int(Int64(remote.byteSize)), "documents": .int(Int64(remote.count)),
+                "hits": .int(cacheStatistics.hits), "misses": .int(cacheStatistics.misses), "evictions": .int(cacheStatistics.evictions),
+            ],
             "listeners": .int(Int64(listeners.count)),
             "gc": ["garbageCollector": .string(settings.garbageCollector.rawValue), "cacheSizeBytes": .int(settings.cacheSizeBytes)],
             "lastEventId": .int(eventCounter),
         ]
+    }
+
+    /// The client as an export archive holds it.
+    public func archive() -> JSON {
+        ClientArchive.encode(id: id, settings: settings, network: network, remote: remote, queue: queue, syncedQueries: syncedQueries)
+    }
+
+    /// What `/metrics` adds up over clients.
+    public func sample() -> ClientSample {
+        ClientSample(online: network.online, cacheBytes: remote.byteSize, cacheDocuments: remote.count,
+                     cache: cacheStatistics, pendingWrites: queue.count)
     }
 
     public func disableNetwork() {
@@ -149,6 +166,11 @@ public actor EdgeClient {
     }
 
     public func networkJSON() -> JSON { network.json }
+
+    /// An imported client's device network, set before it does anything.
+    func restoreNetwork(_ conditions: NetworkConditions) {
+        network = conditions
+    }
 
     public var isOnline: Bool { network.online }
     public var hasPendingWrites: Bool { !queue.isEmpty }
@@ -184,6 +206,7 @@ public actor EdgeClient {
         terminated = false
         started = false
         sendingWrites = false
+        backend.operations.record(.client(client: id, action: "restarted"))
         pumpWrites()
         return lost
     }
@@ -192,6 +215,7 @@ public actor EdgeClient {
         endListeners(with: nil)
         stopWatch()
         terminated = true
+        backend.operations.record(.client(client: id, action: "terminated"))
     }
 
     public func clearPersistence() throws(FiregateError) {
@@ -203,13 +227,16 @@ public actor EdgeClient {
         remote.removeAll()
         syncedQueries.removeAll()
         storage?.clear(includingSettings: false)
+        backend.operations.record(.client(client: id, action: "persistenceCleared"))
     }
 
-    /// DELETE /clients/{id}: the client is gone; so is what it persisted.
-    func shutdown() {
-        endListeners(with: nil)
+    /// DELETE /clients/{id} (or a reset of the emulator, whose `reason` its listeners receive):
+    /// the client is gone; so is what it persisted.
+    func shutdown(reason: FiregateError? = nil) {
+        endListeners(with: reason)
         stopWatch()
         terminated = true
         storage?.clear(includingSettings: true)
+        backend.operations.record(.client(client: id, action: "deleted"))
     }
 }

@@ -29,13 +29,46 @@ public final class EdgeClients: Sendable {
                 Task { await client.pumpWrites() }
             }
             clients[id] = client
+            backend.operations.record(.client(client: id, action: snapshot == nil ? "created" : "restored"))
             return client
         }
     }
 
     public func existing(_ id: String) -> EdgeClient? { clients.withLock { $0[id] } }
 
+    /// Replaces every client with the archived ones (import): their settings, network switch,
+    /// cache and queue; persistent ones are stored before this returns, and their queued
+    /// writes are sent once online.
+    public func replaceAll(with archives: [ClientArchive], reason: FiregateError) async throws {
+        await removeAll(reason: reason)
+        for archive in archives {
+            let storage = EdgeCacheStorage(store: backend.store, clientID: archive.id)
+            if archive.settings.persistence == .persistent { try await storage.save(archive.snapshot) }
+            let client = EdgeClient(id: archive.id, backend: backend, settings: archive.settings, storage: storage, restoring: archive.snapshot)
+            await client.restoreNetwork(archive.network)
+            clients.withLock { $0[archive.id] = client }
+            backend.operations.record(.client(client: archive.id, action: "imported"))
+            await client.pumpWrites()
+        }
+    }
+
     public var all: [EdgeClient] { clients.withLock { Array($0.values) } }
+
+    /// Every client's archive, by id.
+    public func archives() async -> [JSON] {
+        var result: [JSON] = []
+        for client in all.sorted(by: { $0.id < $1.id }) { result.append(await client.archive()) }
+        return result
+    }
+
+    /// Removes every client and what it persisted; their listeners end with `reason`.
+    public func removeAll(reason: FiregateError) async {
+        let removed = clients.withLock { clients in
+            defer { clients.removeAll() }
+            return Array(clients.values)
+        }
+        for client in removed { await client.shutdown(reason: reason) }
+    }
 
     /// Removes the client and what it persisted.
     public func delete(_ id: String) async -> Bool {

@@ -1,8 +1,13 @@
+import FiregateBackend
+import FiregateEdge
 import FiregateModel
 import Hummingbird
+import Logging
 
 /// Routes every request by the shape of its path (DESIGN §1): `/clients/…` → edge,
-/// `/v1/projects/…` → documents, `/emulator/…` and `/healthz` → operations, `….json` → tree.
+/// `/v1/projects/…` → documents, `/emulator/…`, `/healthz` and `/metrics` → operations,
+/// `….json` → tree, anything else → the dashboard's files. Every request is counted, timed
+/// and logged (one line at `info`) here.
 ///
 /// One responder rather than a route trie because Firestore names carry `:verb` suffixes and
 /// arbitrary depth, which a segment router cannot express.
@@ -13,21 +18,86 @@ public struct FiregateResponder: HTTPResponder {
     let tree: TreeRoutes
     let operations: OperationRoutes
     let clients: ClientRoutes
+    let staticFiles: StaticFiles
+    let adminToken: AdminToken
+    let metrics: ServerMetrics
+    let logger: Logger
 
     public func respond(to request: Request, context: Context) async throws -> Response {
+        let started = ContinuousClock.now
         let path = request.uri.path
-        if path.hasPrefix("/clients") && (path.count == 8 || path.dropFirst(8).first == "/") {
-            return await clients.respond(to: request, context: context)
+        let surface = Surface(path: path)
+        var response = await route(surface, request, context: context)
+        if response.headers[.contentType]?.hasPrefix("text/event-stream") == true {
+            response.body = countingStream(response.body, surface: surface)
+        } else if let length = response.body.contentLength, length >= FiregateResponder.gzipThreshold,
+                  response.headers[.contentEncoding] == nil, FiregateResponder.acceptsGzip(request) {
+            response = await FiregateResponder.gzipped(response)
         }
-        if path.hasPrefix("/v1/") {
-            return await documents.respond(to: request, context: context)
+        let duration = ContinuousClock.now - started
+        metrics.requestFinished(surface: surface, method: request.method.rawValue, status: response.status.code, duration: duration)
+        if logger.logLevel <= .info {
+            logger.info("request", metadata: [
+                "method": .string(request.method.rawValue), "path": .string(path), "status": .stringConvertible(response.status.code),
+                "durationMs": .string(String(format: "%.3f", Double(duration.nanoseconds) / 1_000_000)), "surface": .string(surface.rawValue),
+            ])
         }
-        if path.hasPrefix("/emulator/") || path == "/healthz" {
+        return response
+    }
+
+    func route(_ surface: Surface, _ request: Request, context: Context) async -> Response {
+        if let refused = adminToken.check(request) {
+            return ErrorResponse.firestore(refused)
+        }
+        switch surface {
+        case .clients: return await clients.respond(to: request, context: context)
+        case .documents: return await documents.respond(to: request, context: context)
+        case .operations:
+            if request.uri.path == "/metrics" { return await scrape(request) }
             return await operations.respond(to: request, context: context)
+        case .tree: return await tree.respond(to: request, context: context)
+        case .dashboard: return await staticFiles.respond(to: request, context: context)
         }
-        if path.hasSuffix(".json") || path.hasSuffix(".json/") {
-            return await tree.respond(to: request, context: context)
+    }
+
+    /// The open-streams gauge follows the stream's body: up when it starts, down when it ends.
+    func countingStream(_ body: ResponseBody, surface: Surface) -> ResponseBody {
+        let metrics = self.metrics
+        return ResponseBody { writer in
+            metrics.streamOpened(surface)
+            defer { metrics.streamClosed(surface) }
+            try await body.write(writer)
         }
-        return ErrorResponse.firestore(.notFound("No route for \(request.method) \(path)"))
+    }
+
+    /// Answers smaller than this are not worth compressing.
+    static let gzipThreshold = 1024
+
+    static func acceptsGzip(_ request: Request) -> Bool {
+        guard let accepted = request.headers[.acceptEncoding] else { return false }
+        return accepted.split(separator: ",").contains { item in
+            let parts = item.split(separator: ";").map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
+            guard parts.first == "gzip" || parts.first == "*" else { return false }
+            return !parts.dropFirst().contains { $0.replacingOccurrences(of: " ", with: "") == "q=0" }
+        }
+    }
+
+    /// The same answer with its body gzip-compressed.
+    static func gzipped(_ response: Response) async -> Response {
+        let collected = CollectedBody()
+        do { try await response.body.write(CollectingBodyWriter(target: collected)) } catch { return response }
+        var headers = response.headers
+        headers[.contentEncoding] = "gzip"
+        headers[.vary] = "Accept-Encoding"
+        headers[.contentLength] = nil
+        return Response(status: response.status, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: Gzip.compress(collected.bytes))))
+    }
+
+    /// GET /metrics: Prometheus text exposition.
+    func scrape(_ request: Request) async -> Response {
+        guard request.method == .get else { return ErrorResponse.firestore(OperationRoutes.noRoute(request)) }
+        let text = await metrics.scrape(backend: operations.backend, clients: clients.clients)
+        return Response(status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
+                        body: .init(byteBuffer: .init(bytes: text)))
     }
 }

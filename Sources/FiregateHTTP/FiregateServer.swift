@@ -3,7 +3,11 @@ import FiregateEdge
 import FiregateModel
 import Foundation
 import Hummingbird
+import HummingbirdCore
+import HummingbirdTLS
 import Logging
+import NIOSSL
+
 
 /// Everything needed to start a server; the executable fills it from flags and environment.
 public struct ServerConfiguration: Sendable {
@@ -14,19 +18,31 @@ public struct ServerConfiguration: Sendable {
     public var project = "demo-project"
     public var logLevel: Logger.Level = .info
     public var listen = ListenOptions()
+    /// The dashboard's files; nil looks for `Public/` (see `StaticFiles.locate`).
+    public var publicDirectory: String?
+    /// When set, `/emulator/…` and client control routes need it.
+    public var adminToken: String?
+    /// PEM files: with both set the server speaks HTTPS only.
+    public var tlsCertificatePath: String?
+    public var tlsKeyPath: String?
 
     public init() {}
 }
 
 /// Builds the Hummingbird application serving every surface from one backend.
 public enum FiregateServer {
-    public static func makeResponder(backend: Backend, clients: EdgeClients, listen: ListenOptions = ListenOptions()) -> FiregateResponder {
-        let documents = DocumentRoutes(backend: backend, listenOptions: listen)
+    public static func makeResponder(backend: Backend, clients: EdgeClients, configuration: ServerConfiguration = ServerConfiguration(),
+                                     logger: Logger = Logger(label: "firegate")) -> FiregateResponder {
+        let documents = DocumentRoutes(backend: backend, listenOptions: configuration.listen)
         return FiregateResponder(
             documents: documents,
             tree: TreeRoutes(backend: backend),
-            operations: OperationRoutes(backend: backend),
-            clients: ClientRoutes(clients: clients, documents: documents)
+            operations: OperationRoutes(backend: backend, clients: clients, keepAliveSeconds: configuration.listen.keepAliveSeconds),
+            clients: ClientRoutes(clients: clients, documents: documents),
+            staticFiles: StaticFiles(directory: configuration.publicDirectory ?? StaticFiles.locate()),
+            adminToken: AdminToken(token: configuration.adminToken),
+            metrics: ServerMetrics(),
+            logger: logger
         )
     }
 
@@ -35,14 +51,29 @@ public enum FiregateServer {
         try await Backend(directory: configuration.dataDirectory, defaultProject: configuration.project, extraMigrations: EdgeClients.migrations)
     }
 
-    public static func makeApplication(configuration: ServerConfiguration, backend: Backend) -> some ApplicationProtocol {
-        let clients = EdgeClients(backend: backend)
+    public static func makeApplication(configuration: ServerConfiguration, backend: Backend,
+                                       clients: EdgeClients? = nil) throws -> some ApplicationProtocol {
+        let clients = clients ?? EdgeClients(backend: backend)
         var logger = Logger(label: "firegate")
         logger.logLevel = configuration.logLevel
+        var server: HTTPServerBuilder = .http1()
+        if configuration.tlsCertificatePath != nil || configuration.tlsKeyPath != nil {
+            server = try .tls(.http1(), tlsConfiguration: try tlsConfiguration(configuration))
+        }
         return Application(
-            responder: makeResponder(backend: backend, clients: clients, listen: configuration.listen),
+            responder: makeResponder(backend: backend, clients: clients, configuration: configuration, logger: logger),
+            server: server,
             configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "firegate"),
             logger: logger
         )
+    }
+
+    static func tlsConfiguration(_ configuration: ServerConfiguration) throws -> TLSConfiguration {
+        guard let certificatePath = configuration.tlsCertificatePath, let keyPath = configuration.tlsKeyPath else {
+            throw FiregateError.invalidArgument("TLS needs both --tls-cert and --tls-key.")
+        }
+        let chain = try NIOSSLCertificate.fromPEMFile(certificatePath).map { NIOSSLCertificateSource.certificate($0) }
+        let key = try NIOSSLPrivateKey(file: keyPath, format: .pem)
+        return TLSConfiguration.makeServerConfiguration(certificateChain: chain, privateKey: .privateKey(key))
     }
 }

@@ -38,6 +38,7 @@ extension TestClientProtocol {
 
 /// Runs `test` against the real responder over an in-memory backend.
 func withServer(setup: TestingSetup = .router, listen: ListenOptions = ListenOptions(),
+                configure: (inout ServerConfiguration) -> Void = { _ in },
                 _ test: @escaping @Sendable (any TestClientProtocol, Backend) async throws -> Void) async throws {
     let backend = try await Backend(directory: nil, defaultProject: "p")
     var configuration = ServerConfiguration()
@@ -45,7 +46,8 @@ func withServer(setup: TestingSetup = .router, listen: ListenOptions = ListenOpt
     configuration.port = 0
     configuration.logLevel = .critical
     configuration.listen = listen
-    let app = FiregateServer.makeApplication(configuration: configuration, backend: backend)
+    configure(&configuration)
+    let app = try FiregateServer.makeApplication(configuration: configuration, backend: backend)
     try await app.test(setup) { client in try await test(client, backend) }
 }
 

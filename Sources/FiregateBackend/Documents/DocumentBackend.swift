@@ -9,16 +9,18 @@ public final class DocumentBackend: Sendable {
 
     let clock: ServerClock
     let storage: any DocumentStorage
+    let operations: OperationsLog?
     private let databases: Mutex<[DatabaseID: DocumentDatabase]>
 
-    public init(storage: any DocumentStorage, clock: ServerClock) throws {
+    public init(storage: any DocumentStorage, clock: ServerClock, operations: OperationsLog? = nil) throws {
         self.clock = clock
         self.storage = storage
+        self.operations = operations
         var loaded: [DatabaseID: [Document]] = [:]
         for (database, document) in try storage.loadAll() { loaded[database, default: []].append(document) }
         var databases: [DatabaseID: DocumentDatabase] = [:]
         for (id, documents) in loaded {
-            databases[id] = DocumentDatabase(id: id, clock: clock, storage: storage, documents: documents)
+            databases[id] = DocumentDatabase(id: id, clock: clock, storage: storage, operations: operations, documents: documents)
         }
         self.databases = Mutex(databases)
     }
@@ -27,7 +29,7 @@ public final class DocumentBackend: Sendable {
     public func database(_ id: DatabaseID) -> DocumentDatabase {
         databases.withLock { databases in
             if let existing = databases[id] { return existing }
-            let database = DocumentDatabase(id: id, clock: clock, storage: storage, documents: [])
+            let database = DocumentDatabase(id: id, clock: clock, storage: storage, operations: operations, documents: [])
             databases[id] = database
             return database
         }

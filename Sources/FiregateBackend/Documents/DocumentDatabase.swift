@@ -17,12 +17,14 @@ public final class DocumentDatabase: Sendable {
     let epoch = String(UInt32.random(in: 0...UInt32.max), radix: 36)
     let clock: ServerClock
     let storage: any DocumentStorage
+    let operations: OperationsLog?
     let state = Mutex(DatabaseState())
 
-    init(id: DatabaseID, clock: ServerClock, storage: any DocumentStorage, documents: [Document]) {
+    init(id: DatabaseID, clock: ServerClock, storage: any DocumentStorage, operations: OperationsLog?, documents: [Document]) {
         self.id = id
         self.clock = clock
         self.storage = storage
+        self.operations = operations
         state.withLock { state in
             for document in documents { state.put(document) }
             // Loaded documents come without their history: refuse reads of earlier times.
@@ -304,7 +306,9 @@ public final class DocumentDatabase: Sendable {
         let feed = self.feed
         storage.enqueue(DocumentPersistBatch(database: id, upserts: upserts, deletes: deletes)) { [self] outcome in
             switch outcome {
-            case .success: feed.publish(record)
+            case .success:
+                feed.publish(record)
+                operations?.record(.commit(database: id, commitTime: commitTime, documents: record.changes.map(\.path)))
             case .failure: DispatchQueue.global().async { self.recoverFromStorage() }
             }
             signal.complete(outcome)

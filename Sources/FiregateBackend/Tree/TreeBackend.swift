@@ -11,18 +11,20 @@ public final class TreeBackend: Sendable {
     public let settings: TreeStreamSettings
     private let storage: any TreeStorage
     private let clock: ServerClock
+    private let operations: OperationsLog?
     private let queue: TreeWriteQueue
     private let namespaces = Mutex<[String: TreeNamespace]>([:])
     private let pushIDs = Mutex(PushIDGenerator())
     private let tickerStarted = Mutex(false)
 
-    public convenience init(store: SQLiteStore, clock: ServerClock) async throws {
-        self.init(storage: SQLiteTreeStorage(store: store), clock: clock, settings: .fromEnvironment())
+    public convenience init(store: SQLiteStore, clock: ServerClock, operations: OperationsLog? = nil) async throws {
+        self.init(storage: SQLiteTreeStorage(store: store), clock: clock, settings: .fromEnvironment(), operations: operations)
     }
 
-    public init(storage: any TreeStorage, clock: ServerClock, settings: TreeStreamSettings = TreeStreamSettings()) {
+    public init(storage: any TreeStorage, clock: ServerClock, settings: TreeStreamSettings = TreeStreamSettings(), operations: OperationsLog? = nil) {
         self.storage = storage
         self.clock = clock
+        self.operations = operations
         self.settings = settings
         queue = TreeWriteQueue(storage: storage)
     }
@@ -70,6 +72,9 @@ public final class TreeBackend: Sendable {
             await target.discardAfterStorageFailure()
             throw FiregateError.unavailable("The write could not be stored: \(error)")
         }
+        if case .written(let result) = outcome {
+            operations?.record(.treeWrite(namespace: namespace, path: result.path.description, op: request.operation.name))
+        }
         return outcome
     }
 
@@ -111,6 +116,13 @@ public final class TreeBackend: Sendable {
     /// stream gets when its location stops being readable to it.
     public func cancelStreams(namespace: String, reason: String) async {
         await self.namespace(namespace).cancelStreams(with: .cancel(reason))
+    }
+
+    /// Ends every open stream of every namespace with `cancel`.
+    public func cancelAllStreams(reason: String) async {
+        for namespace in namespaces.withLock({ Array($0.values) }) {
+            await namespace.cancelStreams(with: .cancel(reason))
+        }
     }
 
     /// Open streams and the groups they share work in, over all namespaces.

@@ -26,6 +26,16 @@ public struct TreeWriteRequest: Sendable {
         case update([TreeUpdateEntry])
         /// POST: add the value under a new push id.
         case push(TreeWriteValue)
+
+        /// For the operations log: set, delete, update or push.
+        public var name: String {
+            switch self {
+            case .set(.node(let node)) where node.isEmpty: "delete"
+            case .set: "set"
+            case .update: "update"
+            case .push: "push"
+            }
+        }
     }
 
     public var path: TreePath

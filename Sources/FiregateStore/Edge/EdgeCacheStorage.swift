@@ -35,6 +35,14 @@ public struct EdgeCacheStorage: Sendable {
         public var documents: [(ResourcePath, Bool, Bool, [String: Value], Timestamp, Timestamp)]
         public var mutations: [(Int64, Timestamp, JSON)]
         public var syncedQueries: [String]
+
+        public init(settings: JSON, documents: [(ResourcePath, Bool, Bool, [String: Value], Timestamp, Timestamp)] = [],
+                    mutations: [(Int64, Timestamp, JSON)] = [], syncedQueries: [String] = []) {
+            self.settings = settings
+            self.documents = documents
+            self.mutations = mutations
+            self.syncedQueries = syncedQueries
+        }
     }
 
     public func load() throws -> Snapshot? {
@@ -111,6 +119,32 @@ public struct EdgeCacheStorage: Sendable {
             try db.execute(sql: "DELETE FROM edge_mutations WHERE client_id = ?", arguments: [id])
             try db.execute(sql: "DELETE FROM edge_synced_queries WHERE client_id = ?", arguments: [id])
             if includingSettings { try db.execute(sql: "DELETE FROM edge_clients WHERE client_id = ?", arguments: [id]) }
+        }
+    }
+
+    /// Replaces everything stored for this client with `snapshot` (an imported client), durably.
+    public func save(_ snapshot: Snapshot) async throws {
+        let id = clientID
+        try await store.committer.commit { db in
+            for table in ["edge_remote_documents", "edge_mutations", "edge_synced_queries", "edge_clients"] {
+                try db.execute(sql: "DELETE FROM \(table) WHERE client_id = ?", arguments: [id])
+            }
+            try db.execute(sql: "INSERT INTO edge_clients (client_id, settings) VALUES (?, ?)",
+                           arguments: [id, Data(JSONWriter.bytes(snapshot.settings))])
+            for (path, found, committed, fields, created, updated) in snapshot.documents {
+                try db.execute(sql: """
+                    INSERT INTO edge_remote_documents (client_id, path, found, committed, fields, create_us, update_us)
+                    VALUES (?, ?, ?, ?, ?, ?, ?)
+                    """, arguments: [id, path.canonical, found, committed, found ? Data(JSONWriter.bytes(Value.fieldsJSON(fields))) : nil,
+                                    found ? created.microseconds : 0, updated.microseconds])
+            }
+            for (batchID, time, writes) in snapshot.mutations {
+                try db.execute(sql: "INSERT INTO edge_mutations (client_id, batch_id, local_write_us, writes) VALUES (?, ?, ?, ?)",
+                               arguments: [id, batchID, time.microseconds, Data(JSONWriter.bytes(writes))])
+            }
+            for query in snapshot.syncedQueries {
+                try db.execute(sql: "INSERT OR IGNORE INTO edge_synced_queries (client_id, query) VALUES (?, ?)", arguments: [id, query])
+            }
         }
     }
 

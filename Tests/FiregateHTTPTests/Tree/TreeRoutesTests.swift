@@ -17,7 +17,7 @@ final class TreeRoutesTests: XCTestCase {
         var configuration = ServerConfiguration()
         configuration.port = 0
         configuration.logLevel = .error
-        return (FiregateServer.makeApplication(configuration: configuration, backend: backend), backend)
+        return (try FiregateServer.makeApplication(configuration: configuration, backend: backend), backend)
     }
 
 

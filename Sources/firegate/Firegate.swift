@@ -1,5 +1,6 @@
 import ArgumentParser
 import FiregateBackend
+import FiregateEdge
 import FiregateHTTP
 import Foundation
 import Logging
@@ -39,13 +40,41 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "trace, debug, info, notice, warning, error or critical (env FIREGATE_LOG_LEVEL).")
     var logLevel: String = ProcessInfo.processInfo.environment["FIREGATE_LOG_LEVEL"] ?? "info"
 
+    @Option(help: "text, or json for one JSON object per line (env FIREGATE_LOG_FORMAT).")
+    var logFormat: String = ProcessInfo.processInfo.environment["FIREGATE_LOG_FORMAT"] ?? "text"
+
+    @Option(help: "Folder of the dashboard served at / (env FIREGATE_PUBLIC_DIR; default: Public/ here or beside the binary).")
+    var publicDir: String? = ProcessInfo.processInfo.environment["FIREGATE_PUBLIC_DIR"]
+
+    @Option(help: "Token required on /emulator/* and client control routes (env FIREGATE_ADMIN_TOKEN).")
+    var adminToken: String? = ProcessInfo.processInfo.environment["FIREGATE_ADMIN_TOKEN"]
+
+    @Option(name: .customLong("tls-cert"), help: "PEM certificate chain: serve HTTPS (env FIREGATE_TLS_CERT).")
+    var tlsCert: String? = ProcessInfo.processInfo.environment["FIREGATE_TLS_CERT"]
+
+    @Option(name: .customLong("tls-key"), help: "PEM private key for --tls-cert (env FIREGATE_TLS_KEY).")
+    var tlsKey: String? = ProcessInfo.processInfo.environment["FIREGATE_TLS_KEY"]
+
+    @Option(name: .customLong("import"), help: "Archive to import at start, as POST /emulator/v1/import takes it (env FIREGATE_IMPORT).")
+    var importPath: String? = ProcessInfo.processInfo.environment["FIREGATE_IMPORT"]
+
+    @Option(name: .customLong("export-on-exit"), help: "Where to write an export archive (with clients) on shutdown (env FIREGATE_EXPORT_ON_EXIT).")
+    var exportOnExit: String? = ProcessInfo.processInfo.environment["FIREGATE_EXPORT_ON_EXIT"]
+
     func validate() throws {
         guard (0...65535).contains(port) else { throw ValidationError("--port must be between 0 and 65535") }
         guard keepAliveSeconds >= 0.01, keepAliveSeconds <= 3600 else { throw ValidationError("--keep-alive-seconds must be between 0.01 and 3600") }
         guard Logger.Level(rawValue: logLevel.lowercased()) != nil else { throw ValidationError("unknown --log-level \(logLevel)") }
+        guard ["text", "json"].contains(logFormat.lowercased()) else { throw ValidationError("--log-format must be text or json") }
+        guard (tlsCert == nil) == (tlsKey == nil) else { throw ValidationError("--tls-cert and --tls-key go together") }
+        if let adminToken, adminToken.isEmpty { throw ValidationError("--admin-token must not be empty") }
     }
 
     func run() async throws {
+        let json = logFormat.lowercased() == "json"
+        LoggingSystem.bootstrap { label in
+            json ? JSONLogHandler(label: label) as any LogHandler : StreamLogHandler.standardError(label: label)
+        }
         var configuration = ServerConfiguration()
         configuration.host = host
         configuration.port = port
@@ -53,8 +82,19 @@ struct Serve: AsyncParsableCommand {
         configuration.project = project
         configuration.logLevel = Logger.Level(rawValue: logLevel.lowercased()) ?? .info
         configuration.listen.keepAliveSeconds = keepAliveSeconds
+        configuration.publicDirectory = publicDir
+        configuration.adminToken = adminToken
+        configuration.tlsCertificatePath = tlsCert
+        configuration.tlsKeyPath = tlsKey
         let backend = try await FiregateServer.openBackend(configuration)
-        let app = FiregateServer.makeApplication(configuration: configuration, backend: backend)
+        let clients = EdgeClients(backend: backend)
+        if let importPath {
+            try await FiregateServer.importArchive(from: importPath, backend: backend, clients: clients)
+        }
+        let app = try FiregateServer.makeApplication(configuration: configuration, backend: backend, clients: clients)
         try await app.runService()
+        if let exportOnExit {
+            try await FiregateServer.exportArchive(to: exportOnExit, backend: backend, clients: clients)
+        }
     }
 }

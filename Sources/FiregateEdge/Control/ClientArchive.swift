@@ -1,0 +1,74 @@
+import FiregateModel
+import FiregateStore
+
+/// A client as an export archive holds it (`POST /emulator/v1/export {"clients":true}`):
+///
+/// `{"id", "settings", "network", "documents": [{"path", "exists", "committed", "fields",
+/// "createTime", "updateTime"}], "mutations": [{"id", "localWriteTime", "writes": [Write…]}],
+/// "syncedQueries": […]}` — the same content a persistent client keeps in SQLite.
+public struct ClientArchive: Sendable {
+    public let id: String
+    let settings: ClientSettings
+    let network: NetworkConditions
+    let snapshot: EdgeCacheStorage.Snapshot
+
+    static func encode(id: String, settings: ClientSettings, network: NetworkConditions, remote: RemoteDocumentCache,
+                       queue: MutationQueue, syncedQueries: Set<String>) -> JSON {
+        let documents = remote.entries.sorted { ResourcePath.compare($0.key, $1.key) < 0 }.map { path, entry -> JSON in
+            switch entry {
+            case .found(let document, let committed):
+                return ["path": .string(path.canonical), "exists": true, "committed": .bool(committed),
+                        "fields": Value.fieldsJSON(document.fields),
+                        "createTime": .string(document.createTime.rfc3339), "updateTime": .string(document.updateTime.rfc3339)]
+            case .missing(let version):
+                return ["path": .string(path.canonical), "exists": false, "updateTime": .string(version.rfc3339)]
+            }
+        }
+        let mutations = queue.batches.map { batch -> JSON in
+            ["id": .string(String(batch.id)), "localWriteTime": .string(batch.localWriteTime.rfc3339),
+             "writes": .array(batch.writes.map { $0.json(database: settings.databaseID) })]
+        }
+        return [
+            "id": .string(id), "settings": settings.json, "network": network.json,
+            "documents": .array(documents), "mutations": .array(mutations),
+            "syncedQueries": .array(syncedQueries.sorted().map { .string($0) }),
+        ]
+    }
+
+    /// Parses and checks one archived client; `field` names it in errors.
+    public init(json: JSON, defaultProject: String, field: String) throws(FiregateError) {
+        guard case .object = json, let id = json["id"]?.stringValue, !id.isEmpty, id.utf8.count <= 256 else {
+            throw .invalidArgument("\(field) must be an object with a client id (1–256 bytes).")
+        }
+        self.id = id
+        settings = try ClientSettings.parse(json["settings"] ?? [:], over: ClientSettings(project: defaultProject))
+        var network = NetworkConditions()
+        if let conditions = json["network"] { try network.update(conditions) }
+        self.network = network
+        var snapshot = EdgeCacheStorage.Snapshot(settings: settings.json, documents: [], mutations: [], syncedQueries: [])
+        for (i, item) in (json["documents"]?.arrayValue ?? []).enumerated() {
+            let at = "\(field).documents[\(i)]"
+            guard let text = item["path"]?.stringValue, let exists = item["exists"]?.boolValue,
+                  let updated = item["updateTime"]?.stringValue.flatMap({ Timestamp(rfc3339: $0) }) else {
+                throw .invalidArgument("\(at) needs path, exists and updateTime.")
+            }
+            let path = ResourcePath(text.split(separator: "/").map(String.init))
+            guard path.isDocument else { throw .invalidArgument("\(at).path is not a document path.") }
+            let created = item["createTime"]?.stringValue.flatMap { Timestamp(rfc3339: $0) } ?? updated
+            let fields = exists ? try Value.parseFields(item["fields"] ?? [:]) : [:]
+            snapshot.documents.append((path, exists, item["committed"]?.boolValue ?? false, fields, created, updated))
+        }
+        for (i, item) in (json["mutations"]?.arrayValue ?? []).enumerated() {
+            let at = "\(field).mutations[\(i)]"
+            guard let batchID = item["id"]?.stringValue.flatMap({ Int64($0) }) ?? item["id"]?.integerLike, batchID > 0,
+                  let time = item["localWriteTime"]?.stringValue.flatMap({ Timestamp(rfc3339: $0) }),
+                  let writes = item["writes"]?.arrayValue else {
+                throw .invalidArgument("\(at) needs id, localWriteTime and writes.")
+            }
+            for write in writes { _ = try Write(json: write, database: settings.databaseID) }
+            snapshot.mutations.append((batchID, time, JSON.array(writes)))
+        }
+        snapshot.syncedQueries = (json["syncedQueries"]?.arrayValue ?? []).compactMap(\.stringValue)
+        self.snapshot = snapshot
+    }
+}

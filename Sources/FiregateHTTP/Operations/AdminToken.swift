@@ -1,0 +1,45 @@
+import FiregateModel
+import Hummingbird
+
+/// `--admin-token`: when set, `/emulator/…` and the client control routes need it, as
+/// `Authorization: Bearer <token>` or `?admin_token=<token>` (for EventSource, which cannot
+/// set headers). Data routes, `/healthz`, `/metrics` and the dashboard's files never do.
+struct AdminToken: Sendable {
+    let token: String?
+
+    /// Nil when the request may go on; otherwise the 401 to answer.
+    func check(_ request: Request) -> FiregateError? {
+        guard let token, AdminToken.isProtected(request.uri.path) else { return nil }
+        var presented: String?
+        if let header = request.headers[.authorization], header.lowercased().hasPrefix("bearer ") {
+            presented = String(header.dropFirst("bearer ".count)).trimmingCharacters(in: .whitespaces)
+        } else {
+            presented = request.queryItems.first { $0.name == "admin_token" }?.value
+        }
+        guard let presented else {
+            return FiregateError(.unauthenticated, "This route needs the admin token: send Authorization: Bearer <token> or ?admin_token=<token>.")
+        }
+        guard AdminToken.equal(presented, token) else { return FiregateError(.unauthenticated, "The admin token is wrong.") }
+        return nil
+    }
+
+    /// Operations under `/emulator/` and `/clients…` routes that control clients rather than
+    /// read or write data through them.
+    static func isProtected(_ path: String) -> Bool {
+        if path.hasPrefix("/emulator/") { return true }
+        guard path == "/clients" || path.hasPrefix("/clients/") else { return false }
+        let rest = path.dropFirst("/clients/".count)
+        guard let slash = rest.firstIndex(of: "/") else { return true }
+        let subpath = rest[slash...]
+        if subpath.hasPrefix("/v1/") || subpath.hasSuffix(".json") { return false }
+        return !["/onDisconnect", "/keepSynced", "/transaction", "/auth"].contains(subpath)
+    }
+
+    /// Compares without stopping at the first difference.
+    static func equal(_ a: String, _ b: String) -> Bool {
+        let x = Array(a.utf8), y = Array(b.utf8)
+        var difference = x.count ^ y.count
+        for i in 0..<min(x.count, y.count) { difference |= Int(x[i] ^ y[i]) }
+        return difference == 0
+    }
+}

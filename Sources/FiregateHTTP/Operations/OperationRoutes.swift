@@ -1,0 +1,134 @@
+import FiregateBackend
+import FiregateEdge
+import FiregateModel
+import Hummingbird
+
+/// Health and emulator operations: `/healthz`, `/emulator/v1/…` (reset, clock, the operations
+/// event stream, what databases and namespaces exist, export and import).
+struct OperationRoutes: Sendable {
+    let backend: Backend
+    let clients: EdgeClients
+    let keepAliveSeconds: Double
+
+    func respond(to request: Request, context: BasicRequestContext) async -> Response {
+        let path = request.uri.path
+        if path == "/healthz" {
+            return JSONResponse.make(["status": "ok"])
+        }
+        do {
+            return try await emulator(request, path: path)
+        } catch {
+            return ErrorResponse.firestore(error)
+        }
+    }
+
+    func emulator(_ request: Request, path: String) async throws(FiregateError) -> Response {
+        let segments = path.split(separator: "/", omittingEmptySubsequences: false).dropFirst().map { PercentDecoding.decode(String($0)) }
+        guard segments.count >= 3, segments[0] == "emulator", segments[1] == "v1" else { throw OperationRoutes.noRoute(request) }
+        // DELETE /emulator/v1/projects/{p}/databases/{d}/documents: clear one database.
+        if segments.count == 7, segments[2] == "projects", segments[4] == "databases", segments[6] == "documents" {
+            guard request.method == .delete else { throw .notFound("No route for \(request.method) \(path): only DELETE is served here.") }
+            return try await resetDatabase(DatabaseID(project: segments[3], database: segments[5]))
+        }
+        guard segments.count == 3 else { throw OperationRoutes.noRoute(request) }
+        switch (request.method, segments[2]) {
+        case (.post, "reset"): return try await resetAll()
+        case (.get, "clock"): return clockReading()
+        case (.post, "clock"): return try await setClock(request)
+        case (.get, "events"): return try OperationsEventStream.open(request, log: backend.operations, keepAliveSeconds: keepAliveSeconds)
+        case (.get, "databases"): return databases()
+        case (.get, "namespaces"): return try await namespaces()
+        case (.get, "export"), (.post, "export"): return try await ArchiveRoutes(backend: backend, clients: clients).export(request)
+        case (.post, "import"): return try await ArchiveRoutes(backend: backend, clients: clients).import(request)
+        default: throw OperationRoutes.noRoute(request)
+        }
+    }
+
+    static func noRoute(_ request: Request) -> FiregateError {
+        .notFound("No route for \(request.method) \(request.uri.path)")
+    }
+
+    func resetDatabase(_ id: DatabaseID) async throws(FiregateError) -> Response {
+        do {
+            try await backend.documents.database(id).reset()
+        } catch {
+            throw .internal("Reset failed: \(error)")
+        }
+        backend.operations.record(.reset(scope: "documents", fields: [("project", id.project), ("database", id.database)]))
+        return JSONResponse.make([:])
+    }
+
+    /// POST /emulator/v1/reset: documents, tree and clients; open streams end with an error.
+    func resetAll() async throws(FiregateError) -> Response {
+        do {
+            try await backend.reset()
+        } catch {
+            throw .internal("Reset failed: \(error)")
+        }
+        await clients.removeAll(reason: FiregateError(.aborted, "The emulator was reset."))
+        backend.operations.record(.reset(scope: "all", fields: []))
+        return JSONResponse.make([:])
+    }
+
+    // MARK: Clock
+
+    func clockReading() -> Response {
+        let time = Timestamp(microseconds: backend.clock.readingMicros())
+        return JSONResponse.make([
+            "time": .string(time.rfc3339),
+            "epochMs": .int(time.milliseconds),
+            "frozen": .bool(backend.clock.isFrozen),
+        ])
+    }
+
+    /// `{"time": "<RFC 3339>"}` stops the clock there, `{"time": null}` returns it to the wall
+    /// clock, `{"advanceMs": n}` moves it forward.
+    func setClock(_ request: Request) async throws(FiregateError) -> Response {
+        let body = try await request.jsonObjectBody()
+        let time = body["time"]
+        let advance = body["advanceMs"]
+        guard (time == nil) != (advance == nil) else {
+            throw .invalidArgument("Give either \"time\" (RFC 3339, or null for the wall clock) or \"advanceMs\".")
+        }
+        if let advance {
+            guard let ms = advance.integerLike, ms >= 0, ms <= 100 * 365 * 86_400_000 else {
+                throw .invalidArgument("advanceMs must be a non-negative integer number of milliseconds (the clock only moves forward).")
+            }
+            backend.clock.advance(byMicros: ms * 1000)
+        } else if let time {
+            if time.isNull {
+                backend.clock.set(toMicros: nil)
+            } else {
+                guard let text = time.stringValue, let parsed = Timestamp(rfc3339: text) else {
+                    throw .invalidArgument("time must be an RFC 3339 timestamp such as \"2030-01-01T00:00:00Z\", or null.")
+                }
+                guard parsed.seconds >= 0, parsed.seconds < 253_402_300_800 else {
+                    throw .invalidArgument("time must lie between 1970-01-01 and 9999-12-31.")
+                }
+                backend.clock.set(toMicros: parsed.microseconds)
+            }
+        }
+        return clockReading()
+    }
+
+    // MARK: What exists
+
+    func databases() -> Response {
+        let list = backend.documents.allDatabases
+            .map { ($0.id, $0.documentCount) }
+            .filter { $0.1 > 0 }
+            .sorted { ($0.0.project, $0.0.database) < ($1.0.project, $1.0.database) }
+        return JSONResponse.make(["databases": .array(list.map { id, count in
+            ["project": .string(id.project), "database": .string(id.database), "documents": .int(Int64(count))]
+        })])
+    }
+
+    func namespaces() async throws(FiregateError) -> Response {
+        do {
+            let names = try await backend.tree.namespaceNames()
+            return JSONResponse.make(["namespaces": .array(names.map { .string($0) })])
+        } catch {
+            throw .internal("Could not list namespaces: \(error)")
+        }
+    }
+}

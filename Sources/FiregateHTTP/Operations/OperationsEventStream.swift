@@ -1,0 +1,61 @@
+import FiregateBackend
+import FiregateModel
+import HTTPTypes
+import Hummingbird
+import NIOCore
+import ServiceLifecycle
+
+/// `GET /emulator/v1/events`: the operations log as Server-Sent Events (`event: operation`,
+/// `id: <seq>`), for the dashboard and for tests that wait on what the server did.
+/// `?backlog=n` first replays up to the last n kept events; `Last-Event-ID` resumes after one.
+enum OperationsEventStream {
+    static func open(_ request: Request, log: OperationsLog, keepAliveSeconds: Double) throws(FiregateError) -> Response {
+        let params = QueryParameters(request)
+        let backlog = try params.int("backlog") ?? 0
+        guard backlog >= 0 else { throw .invalidArgument("backlog must not be negative.") }
+        var afterSeq: Int64?
+        if let lastID = request.headers[HTTPField.Name("Last-Event-ID")!], !lastID.isEmpty {
+            guard let seq = Int64(lastID), seq >= 0 else {
+                throw .invalidArgument("Last-Event-ID must be the id of an earlier operation event (a number).")
+            }
+            afterSeq = seq
+        }
+        let subscription = log.subscribe(afterSeq: afterSeq, backlog: backlog)
+        let interval = Duration.milliseconds(Int64(keepAliveSeconds * 1000))
+        return Response(status: .ok, headers: ServerSentEvents.headers, body: ResponseBody { writer in
+            // One writer: events and keep-alives are merged into one sequence of frames.
+            let (frames, output) = AsyncStream<ByteBuffer>.makeStream(bufferingPolicy: .bufferingNewest(OperationsLog.capacity))
+            let forward = Task {
+                for await event in subscription.events {
+                    output.yield(ServerSentEvents.frame(event: "operation", id: String(event.seq), json: event.json))
+                }
+                output.finish()
+            }
+            let keepAlive = Task {
+                while !Task.isCancelled {
+                    try? await Task.sleep(for: interval)
+                    output.yield(ServerSentEvents.keepAlive)
+                }
+            }
+            defer {
+                keepAlive.cancel()
+                forward.cancel()
+                subscription.finish()
+            }
+            await InboundClose.cancelling(request) {
+                do {
+                    try await withGracefulShutdownHandler {
+                        try await writer.write(ServerSentEvents.keepAlive)
+                        for await frame in frames { try await writer.write(frame) }
+                    } onGracefulShutdown: {
+                        output.yield(ServerSentEvents.frame(event: "error", json: JSON.errorBody(FiregateError(.unavailable, "The server is shutting down."))))
+                        subscription.finish()
+                    }
+                    try await writer.finish(nil)
+                } catch {
+                    // The client went away.
+                }
+            }
+        })
+    }
+}
