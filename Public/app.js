@@ -47,11 +47,12 @@
   /**
    * Keyed reconciliation: makes `container`'s children the elements for `items`, in order,
    * reusing the element already made for a key (so focus and expansion survive updates).
-   * `cache` is a Map key → element kept by the caller.
+   * `cache` is a Map key → element kept by the caller; `after`, when given, is a child that
+   * stays before the managed ones (a table's <thead>).
    */
-  function reconcile(container, cache, items, keyOf, create, update) {
+  function reconcile(container, cache, items, keyOf, create, update, after = null) {
     const seen = new Set();
-    let cursor = container.firstElementChild;
+    let cursor = after ? after.nextElementSibling : container.firstElementChild;
     for (const item of items) {
       const key = keyOf(item);
       seen.add(key);
@@ -397,7 +398,7 @@
   // Clients
 
   const clients = (() => {
-    const body = $('clients-body');
+    const table = $('clients-table');
     const rows = new Map(); // id → <tbody> group holding the row and its detail row
     const expanded = new Set();
     const states = new Map();
@@ -436,10 +437,13 @@
           || String((s.settings || {}).project || '').toLowerCase().includes(filter))
         : all;
       $('clients-table').hidden = shown.length === 0;
-      $('clients-empty').hidden = !loadedOnce || all.length !== 0;
+      const empty = $('clients-empty');
+      empty.hidden = !loadedOnce || shown.length !== 0;
+      if (!all.length) fill(empty, 'No clients yet. Any call to ', h('code', { text: '/clients/{id}…' }), ' creates one.');
+      else fill(empty, `No client matches “${filter}”.`);
       setText($('clients-count'), all.length ? String(all.length) : '');
       // The table body holds one <tbody> per client (its row and its detail row), keyed by id.
-      reconcile(body.parentElement, rows, shown, (s) => s.id, createGroup, updateGroup);
+      reconcile(table, rows, shown, (s) => s.id, createGroup, updateGroup, table.tHead);
     }
 
     function createGroup(state, id) {
@@ -491,10 +495,10 @@
         settings.namespace && settings.namespace !== settings.project ? `ns ${settings.namespace}` : null,
         settings.persistence,
         settings.garbageCollector ? `${String(settings.garbageCollector).toUpperCase()} GC` : null,
+        settings.platform,
       ].filter(Boolean).join(' · '));
       const badges = [];
       if (s.terminated) badges.push(badge('terminated', 'bad'));
-      if (settings.platform) badges.push(badge(settings.platform, 'muted'));
       if (settings.clockOffsetMs) badges.push(badge(`clock ${formatOffset(settings.clockOffsetMs)}`, 'warn'));
       if (s.primary === false) badges.push(badge('secondary tab', 'muted'));
       if (s.auth && s.auth.writesPaused) badges.push(badge('writes paused (auth)', 'warn'));
@@ -528,7 +532,6 @@
         if (['online', 'latencyMs', 'rejectWrites'].includes(k) || v === null || v === false || v === 0) continue;
         out.push(badge(`${k}: ${typeof v === 'object' ? JSON.stringify(v) : v}`, 'muted'));
       }
-      if (!out.length) out.push(h('span', { class: 'muted', text: 'no latency, no faults' }));
       return out;
     }
 
@@ -1648,6 +1651,7 @@
     const DOM_CAP = 500; // shown at most
     const buffer = [];
     let lastSeq = 0;
+    const seen = new Map(); // seq → {time, kind} of the latest events, to drop replays
     let paused = false;
     let heldWhilePaused = 0;
     let es = null;
@@ -1680,7 +1684,7 @@
         case 'network':
           return ['client ', c(ev.client), ' went ', h('strong', { class: ev.online ? 'good-text' : 'bad-text', text: ev.online ? 'online' : 'offline' })];
         case 'client':
-          return ['client ', c(ev.client), ' ', h('strong', { text: ev.action })];
+          return [c(ev.client), ' ', h('strong', { text: ev.action })];
         case 'writeAcknowledged':
           return ['client ', c(ev.client), ' · write ', h('span', { class: 'mono', text: '#' + ev.writeId }), ' acknowledged'];
         case 'writeRejected':
@@ -1714,12 +1718,24 @@
         class: 'event k-' + String(ev.kind).replace(/[^A-Za-z]/g, ''), 'data-testid': 'event-item',
         'data-kind': ev.kind, 'data-client': typeof ev.client === 'string' ? ev.client : null, 'data-seq': ev.seq,
         'data-online': typeof ev.online === 'boolean' ? String(ev.online) : null,
-      },
-      h('div', { class: 'event-head' },
-        h('time', { class: 'mono small muted', datetime: ev.time, title: ev.time, text: shortTime(ev.time) }),
-        h('span', { class: 'kind', text: ev.kind })),
-      h('div', { class: 'event-body' }, summary(ev)),
-      h('details', { class: 'raw' }, h('summary', { class: 'small', text: `#${ev.seq}` }), h('pre', { text: JSON.stringify(ev, null, 2) })));
+      });
+      const pre = h('pre', { hidden: true });
+      const toggle = h('button', {
+        type: 'button', class: 'link small seq', 'aria-expanded': 'false', text: `#${ev.seq}`,
+        title: 'Show the event as JSON', 'aria-label': `Event ${ev.seq} as JSON`,
+        onclick: () => {
+          const open = pre.hidden;
+          if (open && !pre.textContent) pre.textContent = JSON.stringify(ev, null, 2);
+          pre.hidden = !open;
+          toggle.setAttribute('aria-expanded', String(open));
+        },
+      });
+      li.append(
+        h('div', { class: 'event-head' },
+          h('time', { class: 'mono small muted', datetime: ev.time, title: ev.time, text: shortTime(ev.time) }),
+          h('span', { class: 'kind', text: ev.kind }), toggle),
+        h('div', { class: 'event-body' }, summary(ev)),
+        pre);
       return li;
     }
 
@@ -1782,12 +1798,19 @@
       if (!ev || typeof ev !== 'object') return;
       const seq = typeof ev.seq === 'number' ? ev.seq : Number(e.lastEventId);
       if (isFinite(seq)) {
-        // The backlog of a fresh connection repeats what we have; a much lower number means
-        // the server restarted and counts again from 1.
-        if (seq <= lastSeq && seq > lastSeq - 2 * BUFFER) return;
+        ev.seq = seq;
+        if (seq <= lastSeq) {
+          // The backlog of a reopened stream repeats events we have. An unknown event at an
+          // old number means the server restarted and counts from 1 again.
+          const had = seen.get(seq);
+          if (had && had.time === ev.time && had.kind === ev.kind) return;
+          seen.clear();
+          refreshEverything();
+        }
         lastSeq = seq;
+        seen.set(seq, { time: ev.time, kind: ev.kind });
+        if (seen.size > BUFFER) seen.delete(seen.keys().next().value);
       }
-      ev.seq = isFinite(seq) ? seq : ev.seq;
       add(ev);
       clients.onEvent(ev);
       documents.onEvent(ev);
@@ -1803,36 +1826,32 @@
 
     function open() {
       if (es) es.close();
-      const params = new URLSearchParams({ backlog: '100' });
+      // A reopened stream asks for the whole kept backlog and drops what it already has:
+      // unlike Last-Event-ID this also works across a server restart, which counts from 1.
+      const params = new URLSearchParams({ backlog: everOpened ? '1000' : '100' });
       if (token) params.set('admin_token', token);
       const source = new EventSource('/emulator/v1/events?' + params);
       es = source;
-      setState('connecting', 'connecting…');
       source.addEventListener('open', () => {
         if (es !== source) return;
         retryMs = 1000;
         setState('live', 'live');
-        if (everOpened) refreshEverything(); // we may have missed events while away
+        if (everOpened) refreshEverything(); // we may have missed changes while away
         everOpened = true;
       });
       source.addEventListener('operation', onOperation);
       source.addEventListener('message', onOperation);
       source.addEventListener('error', () => {
         if (es !== source) return;
-        if (source.readyState !== EventSource.CLOSED) {
-          setState('connecting', 'reconnecting…');
-          checkHealth();
-          return;
-        }
-        // The server refused the stream (e.g. 401): find out why through fetch, which can
-        // see the status and ask for the token, then open it again.
-        setState('down', 'offline');
         source.close();
+        setState('connecting', 'reconnecting…');
+        checkHealth();
         const wait = retryMs;
-        retryMs = Math.min(retryMs * 2, 30000);
+        retryMs = Math.min(retryMs * 2, 15000);
         setTimeout(async () => {
           if (es !== source) return;
-          try { await api('/emulator/v1/clock'); } catch { /* retried below */ }
+          // EventSource cannot tell a 401 from other failures: fetch can, and asks for the token.
+          try { await api('/emulator/v1/clock'); } catch { /* the next attempt will tell */ }
           if (es === source) open();
         }, wait);
       });
