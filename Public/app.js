@@ -447,7 +447,7 @@
     }
 
     function createGroup(state, id) {
-      const g = h('tbody', { class: 'client', 'data-testid': 'client-' + id });
+      const g = h('tbody', { class: 'client', 'data-testid': 'client-group-' + id });
       const detailsId = 'client-details-' + cssId(id);
       const els = {
         expand: h('button', {
@@ -598,6 +598,11 @@
       const s = states.get(id);
       if (!g || !s) return;
       const q = queues.get(id);
+      // Only rebuild what changed (a refresh must not close what the reader opened).
+      const signature = JSON.stringify([s, q || null]);
+      if (g._detailsSignature === signature) return;
+      g._detailsSignature = signature;
+      const rawOpen = Boolean(g._els.detailCell.querySelector('details.raw')?.open);
       const settings = s.settings || {};
       let queue;
       if (!q) queue = h('p', { class: 'muted', text: 'Loading…' });
@@ -632,7 +637,7 @@
           h('section', null, h('h4', { text: 'Settings' }), h('dl', { class: 'kv' }, settingRows)),
           h('section', null, h('h4', { text: 'Cache' }), h('dl', { class: 'kv' }, cacheRows)),
           gc.length ? h('section', null, h('h4', { text: 'Garbage collection' }), h('dl', { class: 'kv' }, gc)) : null,
-          h('details', { class: 'raw' }, h('summary', { text: 'State JSON' }), h('pre', { text: JSON.stringify(s, null, 2) }))));
+          h('details', { class: 'raw', open: rawOpen }, h('summary', { text: 'State JSON' }), h('pre', { text: JSON.stringify(s, null, 2) }))));
     }
 
     function describeWrite(op, settings) {
@@ -1079,11 +1084,19 @@
 
     function renderDetail(view) {
       if (!view) {
+        delete detail.dataset.path;
         fill(detail, h('p', { class: 'empty', text: 'Select a document.' }));
         setText($('col-detail-title'), 'Document');
         return;
       }
       const { path, doc, missing, subs } = view;
+      // A reload of the same document keeps what the reader opened or closed.
+      const sameDoc = detail.dataset.path === path;
+      const openState = new Map();
+      if (sameDoc) {
+        for (const d of detail.querySelectorAll('details')) openState.set(d.parentElement.dataset.testid || d.className, d.open);
+      }
+      detail.dataset.path = path;
       setText($('col-detail-title'), 'Document ' + lastOf(path));
       const ctx = { project: st.project, database: st.database };
       const fields = Object.entries((doc && doc.fields) || {}).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
@@ -1105,6 +1118,10 @@
             onclick: () => openCollection(path + '/' + id),
           }, h('span', { class: 'mono', text: id })))))) : null,
         doc ? h('details', { class: 'raw' }, h('summary', { text: 'Document JSON' }), h('pre', { text: JSON.stringify(doc, null, 2) })) : null);
+      for (const d of detail.querySelectorAll('details')) {
+        const key = d.parentElement.dataset.testid || d.className;
+        if (openState.has(key)) d.open = openState.get(key);
+      }
     }
 
     function renderCrumbs() {
