@@ -56,7 +56,7 @@ let package = Package(
         .testTarget(name: "FiregateEdgeTests", dependencies: ["FiregateEdge", "FiregateBackend", "FiregateModel"]),
         .testTarget(name: "FiregateBackendTests", dependencies: ["FiregateBackend", "FiregateStore", "FiregateModel"]),
         .testTarget(name: "FiregateHTTPTests", dependencies: [
-            "FiregateHTTP", "FiregateBackend",
+            "FiregateHTTP", "FiregateBackend", "FiregateEdge",
             .product(name: "HummingbirdTesting", package: "hummingbird"),
         ]),
     ]

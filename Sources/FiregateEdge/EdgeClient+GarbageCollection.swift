@@ -1,23 +1,89 @@
 import FiregateModel
 
-/// Cache clean-up. Eager (the memory cache's default on the web): a document is dropped as
-/// soon as nothing references it — no active listener's target or view holds it and no queued
-/// write touches it — after a listener goes away, after a write settles, after a one-time read;
-/// a query's cached result goes with its last listener.
+/// Cache clean-up, the SDK's two collectors.
+///
+/// Eager (the memory cache's default on the web): a document is dropped as soon as nothing
+/// references it — no active listener's target or view holds it and no queued write touches
+/// it — after a listener goes away, after a write settles, after a one-time read; a query's
+/// cached result goes with its last listener.
+///
+/// LRU (persistent caches, and memory caches configured for it): `LruGarbageCollector` plans
+/// a pass by sequence numbers; it runs on the SDK's schedule and on `:collectGarbage`.
 extension EdgeClient {
     func collectEagerGarbage() {
         guard settings.garbageCollector == .eager else { return }
+        let retained = referencedPaths(includingTargets: false)
+        let active = activeQueries
+        for queryID in targetCache.targets.keys where !active.contains(queryID) { targetCache.remove(queryID) }
+        for path in remote.entries.keys where !retained.contains(path) && !targetCache.isInTarget(path) {
+            drop(path)
+        }
+    }
+
+    /// Targets of open listeners.
+    var activeQueries: Set<String> { Set(listeners.values.map(\.queryID)) }
+
+    /// Documents held by queued writes and open listeners (their targets' results and views).
+    func referencedPaths(includingTargets: Bool) -> Set<ResourcePath> {
         var retained = queue.mutatedPaths
-        var activeQueries = Set<String>()
         for entry in listeners.values {
-            retained.formUnion(entry.serverPaths)
             retained.formUnion(entry.view.documents.map(\.document.path))
-            activeQueries.insert(entry.queryID)
+            if includingTargets { retained.formUnion(entry.serverPaths) }
         }
-        for path in remote.entries.keys where !retained.contains(path) {
-            remote.set(path, nil)
-            cacheStatistics.evictions += 1
+        return retained
+    }
+
+    /// Bytes the cache holds: documents, targets and queued writes.
+    var cacheBytes: Int { remote.byteSize + targetCache.byteSize + queue.byteSize }
+
+    /// `POST /clients/{id}:collectGarbage`: one LRU pass now. `thresholdBytes` defaults to the
+    /// client's `cacheSizeBytes` (-1: nothing is collected), `percentile` to 10.
+    public func collectGarbage(thresholdBytes: Int64?, percentile: Int?) throws(FiregateError) -> JSON {
+        try beginDataCall()
+        guard settings.garbageCollector == .lru else {
+            throw .clientState("This client uses eager garbage collection, which drops unreferenced documents at once; LRU collection applies to clients with \"garbageCollector\": \"lru\".")
         }
-        syncedQueries.formIntersection(activeQueries)
+        var parameters = LruGarbageCollector.Parameters(thresholdBytes: thresholdBytes ?? settings.cacheSizeBytes)
+        if let percentile { parameters.percentile = percentile }
+        return runLruCollection(parameters)
+    }
+
+    /// The scheduled pass; false once the client stopped (no further runs).
+    func runScheduledGarbageCollection() -> Bool {
+        guard started, !terminated else { return false }
+        if settings.garbageCollector == .lru {
+            _ = runLruCollection(LruGarbageCollector.Parameters(thresholdBytes: settings.cacheSizeBytes))
+        }
+        return true
+    }
+
+    func runLruCollection(_ parameters: LruGarbageCollector.Parameters) -> JSON {
+        targetCache.beginOperation()
+        let before = cacheBytes
+        let plan = LruGarbageCollector.plan(targets: targetCache, documents: remote.entries.keys, cacheBytes: before,
+                                            activeQueries: activeQueries, pinned: referencedPaths(includingTargets: false),
+                                            parameters: parameters)
+        for queryID in plan.targets { targetCache.remove(queryID) }
+        if settings.persistence == .persistent, !plan.targets.isEmpty { storage?.deleteTargets(plan.targets) }
+        for path in plan.documents { drop(path) }
+        let result: JSON = [
+            "didRun": .bool(plan.didRun), "sequenceNumbersCollected": .int(Int64(plan.sequenceNumbersCollected)),
+            "documentsRemoved": .int(Int64(plan.documents.count)), "targetsRemoved": .int(Int64(plan.targets.count)),
+            "bytesBefore": .int(Int64(before)), "bytesAfter": .int(Int64(cacheBytes)),
+        ]
+        if plan.didRun {
+            gcRuns += 1
+            lastGC = result.withMember("time", .string(now().rfc3339))
+            backend.operations.record(.garbageCollected(client: id, documentsRemoved: plan.documents.count, targetsRemoved: plan.targets.count))
+        }
+        return result
+    }
+
+    /// Removes a document from the cache (and from disk).
+    func drop(_ path: ResourcePath) {
+        remote.set(path, nil)
+        targetCache.forget(path)
+        cacheStatistics.evictions += 1
+        persistRemote(path)
     }
 }

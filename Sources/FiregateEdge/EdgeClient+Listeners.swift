@@ -12,8 +12,14 @@ extension EdgeClient {
         let (stream, output) = AsyncStream<EdgeEvent>.makeStream(bufferingPolicy: .bufferingOldest(EdgeClient.listenerBuffer))
         let listenerID = nextListenerID
         nextListenerID += 1
+        let queryID = query.canonicalID
+        targetCache.beginOperation()
+        if targetCache.targets[queryID] == nil {
+            targetCache.allocate(queryID)
+            persistTarget(queryID)
+        }
         listeners[listenerID] = ListenerEntry(
-            query: query, queryID: query.canonicalID, options: options, view: QueryView(query: query, database: settings.databaseID),
+            query: query, queryID: queryID, options: options, view: QueryView(query: query, database: settings.databaseID),
             listener: QueryListener(includeMetadataChanges: options.includeMetadataChanges, cacheOnly: options.cacheOnly),
             output: output)
         output.onTermination = { [weak self] _ in
@@ -35,8 +41,16 @@ extension EdgeClient {
     }
 
     func removeListener(_ listenerID: Int) {
-        guard listeners.removeValue(forKey: listenerID) != nil else { return }
+        guard let entry = listeners.removeValue(forKey: listenerID) else { return }
         heldTargets.remove(listenerID)
+        if !listeners.values.contains(where: { $0.queryID == entry.queryID }) {
+            // The target's last listener: it becomes inactive now (releaseTarget), and the
+            // documents its view showed are no longer referenced by it.
+            targetCache.beginOperation()
+            targetCache.release(entry.queryID)
+            persistTarget(entry.queryID)
+            for doc in entry.view.documents { touch(doc.document.path) }
+        }
         if !listeners.values.contains(where: { !$0.options.cacheOnly }) { stopWatch() }
         collectEagerGarbage()
     }
@@ -48,7 +62,7 @@ extension EdgeClient {
             guard var entry = listeners[listenerID] else { continue }
             let result = builder.run(entry.query)
             let current = entry.current && network.online && !entry.options.cacheOnly
-            let hasCachedResults = syncedQueries.contains(entry.queryID)
+            let hasCachedResults = targetCache.hasCachedResults(entry.queryID)
             if let snapshot = entry.view.update(result: result, current: current, hasCachedResults: hasCachedResults),
                let raised = entry.listener.onViewSnapshot(snapshot, onlineState: onlineState) {
                 emit(raised, to: &entry)

@@ -22,6 +22,7 @@ extension EdgeClient {
         if source != .cache && network.online {
             try await simulateLatency()
             let doc = (try? database.get(path).value) ?? nil
+            targetCache.beginOperation()
             acceptFromWatch(path, doc)
             let local = localView().document(path)
             updateViews()
@@ -53,6 +54,7 @@ extension EdgeClient {
         if source != .cache && network.online {
             try await simulateLatency()
             if let result = try? database.runQuery(query).value.documents {
+                targetCache.beginOperation()
                 for doc in result { acceptFromWatch(doc.path, doc) }
                 // Cached documents the server no longer lists: learn what became of them, so the
                 // answer is the server's result (plus local writes), not a stale cache.

@@ -1,5 +1,6 @@
 import FiregateBackend
 import FiregateModel
+import FiregateStore
 
 /// The watch side of sync: which listener targets the backend's commits touch, fetching their
 /// server results, the watch gate, and the online/offline transitions.
@@ -82,6 +83,7 @@ extension EdgeClient {
     /// marks the targets current, then updates every view once.
     func refreshTargets(_ ids: [Int]) {
         let database = self.database
+        targetCache.beginOperation()
         for listenerID in ids {
             guard var entry = listeners[listenerID] else { continue }
             guard let result = try? database.runQuery(entry.query).value.documents else { continue }
@@ -101,10 +103,10 @@ extension EdgeClient {
             entry.serverPaths = seen
             entry.current = true
             listeners[listenerID] = entry
-            if !syncedQueries.contains(entry.queryID) {
-                syncedQueries.insert(entry.queryID)
-                if settings.persistence == .persistent { storage?.saveSyncedQuery(entry.queryID) }
+            for path in targetCache.applyServerResult(entry.queryID, documents: seen) where remote[path] != nil {
+                persistSequence(path)
             }
+            persistTarget(entry.queryID)
         }
         updateViews()
     }
@@ -119,16 +121,39 @@ extension EdgeClient {
             if existing == entry { return }
             if case .missing = existing, document == nil { return }
         }
+        targetCache.touch(path)
         remote.set(path, entry)
         persistRemote(path)
     }
 
     func persistRemote(_ path: ResourcePath) {
         guard settings.persistence == .persistent, let storage else { return }
+        let sequence = targetCache.documentSequence[path] ?? 0
         switch remote[path] {
-        case .found(let doc, let committed)?: storage.saveDocument(path, found: doc, committed: committed, version: doc.updateTime)
-        case .missing(let version)?: storage.saveDocument(path, found: nil, committed: false, version: version)
-        case nil: break
+        case .found(let doc, let committed)?: storage.saveDocument(path, found: doc, committed: committed, version: doc.updateTime, sequenceNumber: sequence)
+        case .missing(let version)?: storage.saveDocument(path, found: nil, committed: false, version: version, sequenceNumber: sequence)
+        case nil: storage.deleteDocuments([path])
+        }
+    }
+
+    /// The cached document was referenced by the current operation (LRU bookkeeping).
+    func touch(_ path: ResourcePath) {
+        guard remote[path] != nil else { return }
+        targetCache.touch(path)
+        persistSequence(path)
+    }
+
+    func persistSequence(_ path: ResourcePath) {
+        if settings.persistence == .persistent { storage?.saveDocumentSequence(path, targetCache.documentSequence[path] ?? 0) }
+    }
+
+    func persistTarget(_ queryID: String) {
+        guard settings.persistence == .persistent, let storage else { return }
+        if let target = targetCache.targets[queryID] {
+            storage.saveTarget(EdgeCacheStorage.StoredTarget(query: queryID, sequenceNumber: target.sequenceNumber, synced: target.synced,
+                                                             documents: Array(target.documents)))
+        } else {
+            storage.deleteTargets([queryID])
         }
     }
 

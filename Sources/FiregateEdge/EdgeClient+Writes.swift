@@ -126,9 +126,15 @@ extension EdgeClient {
     func acknowledge(_ batch: MutationBatch, _ result: CommitResult) {
         guard queue.remove(batch.id) != nil else { return }
         storage?.deleteMutation(id: batch.id)
+        // The batch no longer holds its documents (removeMutationReference).
+        targetCache.beginOperation()
+        for path in batch.paths { targetCache.touch(path) }
         for path in batch.paths {
             let base = remote[path]
-            if let base, base.version >= result.commitTime { continue }
+            if let base, base.version >= result.commitTime {
+                persistSequence(path)
+                continue
+            }
             var current = base?.document
             for write in batch.writes where write.path == path {
                 if let outcome = try? write.apply(to: current, commitTime: result.commitTime, database: settings.databaseID, serverTime: { _ in .timestamp(result.commitTime) }) {
@@ -147,6 +153,8 @@ extension EdgeClient {
     func reject(_ batch: MutationBatch, _ error: FiregateError) {
         guard queue.remove(batch.id) != nil else { return }
         storage?.deleteMutation(id: batch.id)
+        targetCache.beginOperation()
+        for path in batch.paths { touch(path) }
         finish(batch.id, .rejected(error))
         updateViews()
         collectEagerGarbage()

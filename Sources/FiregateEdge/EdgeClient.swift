@@ -22,8 +22,12 @@ public actor EdgeClient {
     var cacheStatistics = CacheStatistics()
     var queue = MutationQueue()
     var writeStates: [Int64: WriteState] = [:]
-    /// Queries whose server result the cache holds (the SDK's hasCachedResults).
-    var syncedQueries: Set<String> = []
+    /// Every query listened to, its server result's keys, and LRU sequence numbers.
+    var targetCache = TargetCache()
+    /// Runs the LRU collection on the SDK's schedule once the client has started.
+    let gcScheduler: GarbageCollectionScheduler?
+    var gcRuns = 0
+    var lastGC: JSON = .null
 
     var listeners: [Int: ListenerEntry] = [:]
     var nextListenerID = 1
@@ -44,13 +48,15 @@ public actor EdgeClient {
     var nextWaiterID = 0
     var ackWaiters: [Int64: [(id: Int, continuation: CheckedContinuation<WriteState, Never>)]] = [:]
 
-    init(id: String, backend: Backend, settings: ClientSettings, storage: EdgeCacheStorage?, restoring snapshot: EdgeCacheStorage.Snapshot?) {
+    init(id: String, backend: Backend, settings: ClientSettings, storage: EdgeCacheStorage?, restoring snapshot: EdgeCacheStorage.Snapshot?,
+         gcScheduler: GarbageCollectionScheduler? = nil) {
         self.id = id
         self.backend = backend
+        self.gcScheduler = gcScheduler
         self.settings = settings
         self.storage = storage
         if let snapshot {
-            (remote, queue, writeStates, syncedQueries) = EdgeClient.restored(snapshot, database: settings.databaseID)
+            (remote, queue, writeStates, targetCache) = EdgeClient.restored(snapshot, database: settings.databaseID)
         }
     }
 
@@ -69,21 +75,33 @@ public actor EdgeClient {
     /// Fails data calls on a terminated client, and marks the client started.
     func beginDataCall() throws(FiregateError) {
         if terminated { throw .clientState("The client has already been terminated.") }
-        started = true
+        if !started {
+            started = true
+            gcScheduler?.schedule(self, afterMicros: LruGarbageCollector.initialDelayMicros)
+        }
     }
 
-    /// The cache, queue and synced queries a persistent client saved.
+    /// The cache, queue and targets a persistent client saved.
     static func restored(_ snapshot: EdgeCacheStorage.Snapshot, database: DatabaseID)
-        -> (RemoteDocumentCache, MutationQueue, [Int64: WriteState], Set<String>)
+        -> (RemoteDocumentCache, MutationQueue, [Int64: WriteState], TargetCache)
     {
         var remote = RemoteDocumentCache()
-        for (path, found, committed, fields, created, updated) in snapshot.documents {
-            if found {
-                remote.set(path, .found(Document(path: path, fields: fields, createTime: created, updateTime: updated), committed: committed))
+        var sequences: [ResourcePath: Int64] = [:]
+        for doc in snapshot.documents {
+            if doc.found {
+                remote.set(doc.path, .found(Document(path: doc.path, fields: doc.fields, createTime: doc.createTime, updateTime: doc.updateTime),
+                                            committed: doc.committed))
             } else {
-                remote.set(path, .missing(version: updated))
+                remote.set(doc.path, .missing(version: doc.updateTime))
             }
+            sequences[doc.path] = doc.sequenceNumber
         }
+        var targets: [String: TargetCache.Target] = [:]
+        for target in snapshot.targets {
+            targets[target.query] = TargetCache.Target(sequenceNumber: target.sequenceNumber, documents: Set(target.documents), synced: target.synced)
+        }
+        var targetCache = TargetCache()
+        targetCache.restore(targets: targets, documentSequence: sequences)
         var batches: [MutationBatch] = []
         var states: [Int64: WriteState] = [:]
         for (batchID, time, json) in snapshot.mutations {
@@ -94,7 +112,7 @@ public actor EdgeClient {
         }
         var queue = MutationQueue()
         queue.restore(batches)
-        return (remote, queue, states, Set(snapshot.syncedQueries))
+        return (remote, queue, states, targetCache)
     }
 
     // MARK: Control
@@ -124,23 +142,28 @@ public actor EdgeClient {
             "terminated": .bool(terminated),
             "pendingWrites": .int(Int64(queue.count)),
             "cache": [
-                "bytes": .int(Int64(remote.byteSize)), "documents": .int(Int64(remote.count)),
+                "bytes": .int(Int64(cacheBytes)), "documents": .int(Int64(remote.count)), "targets": .int(Int64(targetCache.targets.count)),
+                "documentBytes": .int(Int64(remote.byteSize)), "targetBytes": .int(Int64(targetCache.byteSize)),
+                "mutationBytes": .int(Int64(queue.byteSize)),
                 "hits": .int(cacheStatistics.hits), "misses": .int(cacheStatistics.misses), "evictions": .int(cacheStatistics.evictions),
             ],
             "listeners": .int(Int64(listeners.count)),
-            "gc": ["garbageCollector": .string(settings.garbageCollector.rawValue), "cacheSizeBytes": .int(settings.cacheSizeBytes)],
+            "gc": [
+                "garbageCollector": .string(settings.garbageCollector.rawValue), "cacheSizeBytes": .int(settings.cacheSizeBytes),
+                "runs": .int(Int64(gcRuns)), "lastRun": lastGC,
+            ],
             "lastEventId": .int(eventCounter),
         ]
     }
 
     /// The client as an export archive holds it.
     public func archive() -> JSON {
-        ClientArchive.encode(id: id, settings: settings, network: network, remote: remote, queue: queue, syncedQueries: syncedQueries)
+        ClientArchive.encode(id: id, settings: settings, network: network, remote: remote, queue: queue, targets: targetCache)
     }
 
     /// What `/metrics` adds up over clients.
     public func sample() -> ClientSample {
-        ClientSample(online: network.online, cacheBytes: remote.byteSize, cacheDocuments: remote.count,
+        ClientSample(online: network.online, cacheBytes: cacheBytes, cacheDocuments: remote.count,
                      cache: cacheStatistics, pendingWrites: queue.count)
     }
 
@@ -195,13 +218,14 @@ public actor EdgeClient {
     public func restart() -> Int {
         endListeners(with: nil)
         stopWatch()
+        gcScheduler?.cancel(self)
         var lost = 0
         if settings.persistence == .memory {
             lost = queue.count
             for batch in queue.batches { finish(batch.id, .rejected(FiregateError(.cancelled, "The write was lost when the app restarted without persistence."))) }
             queue.removeAll()
             remote.removeAll()
-            syncedQueries.removeAll()
+            targetCache.removeAll()
         }
         terminated = false
         started = false
@@ -214,6 +238,7 @@ public actor EdgeClient {
     public func terminate() {
         endListeners(with: nil)
         stopWatch()
+        gcScheduler?.cancel(self)
         terminated = true
         backend.operations.record(.client(client: id, action: "terminated"))
     }
@@ -225,7 +250,7 @@ public actor EdgeClient {
         for batch in queue.batches { finish(batch.id, .rejected(FiregateError(.cancelled, "The write was cleared with the persistence."))) }
         queue.removeAll()
         remote.removeAll()
-        syncedQueries.removeAll()
+        targetCache.removeAll()
         storage?.clear(includingSettings: false)
         backend.operations.record(.client(client: id, action: "persistenceCleared"))
     }
@@ -235,6 +260,7 @@ public actor EdgeClient {
     func shutdown(reason: FiregateError? = nil) {
         endListeners(with: reason)
         stopWatch()
+        gcScheduler?.cancel(self)
         terminated = true
         storage?.clear(includingSettings: true)
         backend.operations.record(.client(client: id, action: "deleted"))

@@ -10,9 +10,11 @@ public final class EdgeClients: Sendable {
 
     let backend: Backend
     private let clients = Mutex<[String: EdgeClient]>([:])
+    private let gcScheduler: GarbageCollectionScheduler
 
     public init(backend: Backend) {
         self.backend = backend
+        gcScheduler = GarbageCollectionScheduler(clock: backend.clock)
     }
 
     /// The client, created (or restored from storage) on first use.
@@ -23,7 +25,7 @@ public final class EdgeClients: Sendable {
             var settings = ClientSettings(project: backend.defaultProject)
             let snapshot = try? storage.load()
             if let snapshot, let saved = try? ClientSettings.parse(snapshot.settings, over: settings) { settings = saved }
-            let client = EdgeClient(id: id, backend: backend, settings: settings, storage: storage, restoring: snapshot)
+            let client = EdgeClient(id: id, backend: backend, settings: settings, storage: storage, restoring: snapshot, gcScheduler: gcScheduler)
             if snapshot != nil {
                 // Writes queued before the server restarted resume, as an app's do at start.
                 Task { await client.pumpWrites() }
@@ -44,7 +46,8 @@ public final class EdgeClients: Sendable {
         for archive in archives {
             let storage = EdgeCacheStorage(store: backend.store, clientID: archive.id)
             if archive.settings.persistence == .persistent { try await storage.save(archive.snapshot) }
-            let client = EdgeClient(id: archive.id, backend: backend, settings: archive.settings, storage: storage, restoring: archive.snapshot)
+            let client = EdgeClient(id: archive.id, backend: backend, settings: archive.settings, storage: storage, restoring: archive.snapshot,
+                                    gcScheduler: gcScheduler)
             await client.restoreNetwork(archive.network)
             clients.withLock { $0[archive.id] = client }
             backend.operations.record(.client(client: archive.id, action: "imported"))

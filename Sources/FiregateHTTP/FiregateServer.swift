@@ -39,7 +39,7 @@ public enum FiregateServer {
             tree: TreeRoutes(backend: backend),
             operations: OperationRoutes(backend: backend, clients: clients, keepAliveSeconds: configuration.listen.keepAliveSeconds),
             clients: ClientRoutes(clients: clients, documents: documents),
-            staticFiles: StaticFiles(directory: configuration.publicDirectory ?? StaticFiles.locate()),
+            staticFiles: StaticFiles(directory: configuration.publicDirectory ?? StaticFiles.locate(), logger: logger),
             adminToken: AdminToken(token: configuration.adminToken),
             metrics: ServerMetrics(),
             logger: logger

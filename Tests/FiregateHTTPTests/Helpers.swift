@@ -1,4 +1,5 @@
 import FiregateBackend
+import FiregateEdge
 @testable import FiregateHTTP
 import FiregateModel
 import Foundation
@@ -40,7 +41,7 @@ extension TestClientProtocol {
 func withServer(setup: TestingSetup = .router, listen: ListenOptions = ListenOptions(),
                 configure: (inout ServerConfiguration) -> Void = { _ in },
                 _ test: @escaping @Sendable (any TestClientProtocol, Backend) async throws -> Void) async throws {
-    let backend = try await Backend(directory: nil, defaultProject: "p")
+    let backend = try await Backend(directory: nil, defaultProject: "p", extraMigrations: EdgeClients.migrations)
     var configuration = ServerConfiguration()
     configuration.dataDirectory = nil
     configuration.port = 0

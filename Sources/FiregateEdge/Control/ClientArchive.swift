@@ -4,8 +4,9 @@ import FiregateStore
 /// A client as an export archive holds it (`POST /emulator/v1/export {"clients":true}`):
 ///
 /// `{"id", "settings", "network", "documents": [{"path", "exists", "committed", "fields",
-/// "createTime", "updateTime"}], "mutations": [{"id", "localWriteTime", "writes": [Write…]}],
-/// "syncedQueries": […]}` — the same content a persistent client keeps in SQLite.
+/// "createTime", "updateTime", "sequenceNumber"}], "mutations": [{"id", "localWriteTime",
+/// "writes": [Write…]}], "targets": [{"query", "sequenceNumber", "synced", "documents"}]}` —
+/// the same content a persistent client keeps in SQLite.
 public struct ClientArchive: Sendable {
     public let id: String
     let settings: ClientSettings
@@ -13,15 +14,17 @@ public struct ClientArchive: Sendable {
     let snapshot: EdgeCacheStorage.Snapshot
 
     static func encode(id: String, settings: ClientSettings, network: NetworkConditions, remote: RemoteDocumentCache,
-                       queue: MutationQueue, syncedQueries: Set<String>) -> JSON {
+                       queue: MutationQueue, targets: TargetCache) -> JSON {
         let documents = remote.entries.sorted { ResourcePath.compare($0.key, $1.key) < 0 }.map { path, entry -> JSON in
             switch entry {
             case .found(let document, let committed):
                 return ["path": .string(path.canonical), "exists": true, "committed": .bool(committed),
                         "fields": Value.fieldsJSON(document.fields),
-                        "createTime": .string(document.createTime.rfc3339), "updateTime": .string(document.updateTime.rfc3339)]
+                        "createTime": .string(document.createTime.rfc3339), "updateTime": .string(document.updateTime.rfc3339),
+                        "sequenceNumber": .int(targets.documentSequence[path] ?? 0)]
             case .missing(let version):
-                return ["path": .string(path.canonical), "exists": false, "updateTime": .string(version.rfc3339)]
+                return ["path": .string(path.canonical), "exists": false, "updateTime": .string(version.rfc3339),
+                        "sequenceNumber": .int(targets.documentSequence[path] ?? 0)]
             }
         }
         let mutations = queue.batches.map { batch -> JSON in
@@ -31,7 +34,10 @@ public struct ClientArchive: Sendable {
         return [
             "id": .string(id), "settings": settings.json, "network": network.json,
             "documents": .array(documents), "mutations": .array(mutations),
-            "syncedQueries": .array(syncedQueries.sorted().map { .string($0) }),
+            "targets": .array(targets.targets.sorted { $0.key < $1.key }.map { query, target in
+                ["query": .string(query), "sequenceNumber": .int(target.sequenceNumber), "synced": .bool(target.synced),
+                 "documents": .array(target.documents.sorted { ResourcePath.compare($0, $1) < 0 }.map { .string($0.canonical) })]
+            }),
         ]
     }
 
@@ -45,7 +51,7 @@ public struct ClientArchive: Sendable {
         var network = NetworkConditions()
         if let conditions = json["network"] { try network.update(conditions) }
         self.network = network
-        var snapshot = EdgeCacheStorage.Snapshot(settings: settings.json, documents: [], mutations: [], syncedQueries: [])
+        var snapshot = EdgeCacheStorage.Snapshot(settings: settings.json)
         for (i, item) in (json["documents"]?.arrayValue ?? []).enumerated() {
             let at = "\(field).documents[\(i)]"
             guard let text = item["path"]?.stringValue, let exists = item["exists"]?.boolValue,
@@ -56,7 +62,9 @@ public struct ClientArchive: Sendable {
             guard path.isDocument else { throw .invalidArgument("\(at).path is not a document path.") }
             let created = item["createTime"]?.stringValue.flatMap { Timestamp(rfc3339: $0) } ?? updated
             let fields = exists ? try Value.parseFields(item["fields"] ?? [:]) : [:]
-            snapshot.documents.append((path, exists, item["committed"]?.boolValue ?? false, fields, created, updated))
+            snapshot.documents.append(EdgeCacheStorage.StoredDocument(
+                path: path, found: exists, committed: item["committed"]?.boolValue ?? false, fields: fields, createTime: created,
+                updateTime: updated, sequenceNumber: item["sequenceNumber"]?.integerLike ?? 0))
         }
         for (i, item) in (json["mutations"]?.arrayValue ?? []).enumerated() {
             let at = "\(field).mutations[\(i)]"
@@ -68,7 +76,14 @@ public struct ClientArchive: Sendable {
             for write in writes { _ = try Write(json: write, database: settings.databaseID) }
             snapshot.mutations.append((batchID, time, JSON.array(writes)))
         }
-        snapshot.syncedQueries = (json["syncedQueries"]?.arrayValue ?? []).compactMap(\.stringValue)
+        for (i, item) in (json["targets"]?.arrayValue ?? []).enumerated() {
+            guard let query = item["query"]?.stringValue, let documents = item["documents"]?.arrayValue else {
+                throw .invalidArgument("\(field).targets[\(i)] needs query and documents.")
+            }
+            snapshot.targets.append(EdgeCacheStorage.StoredTarget(
+                query: query, sequenceNumber: item["sequenceNumber"]?.integerLike ?? 0, synced: item["synced"]?.boolValue ?? true,
+                documents: documents.compactMap(\.stringValue).map { ResourcePath($0.split(separator: "/").map(String.init)) }))
+        }
         self.snapshot = snapshot
     }
 }

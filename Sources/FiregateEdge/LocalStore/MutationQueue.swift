@@ -9,6 +9,18 @@ public struct MutationBatch: Sendable, Equatable {
     public let writes: [Write]
 
     public var paths: Set<ResourcePath> { Set(writes.map(\.path)) }
+
+    /// Approximate bytes the batch takes in the cache: each write's document name, fields and
+    /// transforms, plus fixed overhead.
+    public var byteSize: Int {
+        writes.reduce(32) { total, write in
+            var size = DocumentLimits.nameSize(write.path) + 16 + write.transforms.count * 16
+            if case .update(let fields, let mask) = write.operation {
+                size += DocumentLimits.size(of: fields) + (mask?.count ?? 0) * 8
+            }
+            return total + size
+        }
+    }
 }
 
 /// A queued write's fate, for `pendingWrites/{id}` and `?waitFor=ack`.
@@ -33,21 +45,27 @@ public struct MutationQueue: Sendable {
 
     public init() {}
 
+    /// Bytes of the queued batches, kept up to date.
+    public private(set) var byteSize = 0
+
     public mutating func restore(_ batches: [MutationBatch]) {
         self.batches = batches.sorted { $0.id < $1.id }
         nextID = (self.batches.last?.id ?? 0) + 1
+        byteSize = batches.reduce(0) { $0 + $1.byteSize }
     }
 
     public mutating func add(writes: [Write], localWriteTime: Timestamp) -> MutationBatch {
         let batch = MutationBatch(id: nextID, localWriteTime: localWriteTime, writes: writes)
         nextID += 1
         batches.append(batch)
+        byteSize += batch.byteSize
         return batch
     }
 
     @discardableResult
     public mutating func remove(_ id: Int64) -> MutationBatch? {
         guard let i = batches.firstIndex(where: { $0.id == id }) else { return nil }
+        byteSize -= batches[i].byteSize
         return batches.remove(at: i)
     }
 
@@ -59,5 +77,8 @@ public struct MutationQueue: Sendable {
     /// Paths with a pending local mutation.
     public var mutatedPaths: Set<ResourcePath> { batches.reduce(into: Set()) { $0.formUnion($1.paths) } }
 
-    public mutating func removeAll() { batches.removeAll() }
+    public mutating func removeAll() {
+        batches.removeAll()
+        byteSize = 0
+    }
 }

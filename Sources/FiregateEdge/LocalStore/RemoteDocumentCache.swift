@@ -34,8 +34,14 @@ public struct RemoteDocumentCache: Sendable {
 
     public mutating func set(_ path: ResourcePath, _ entry: RemoteDocument?) {
         if let entry {
-            if entries.updateValue(entry, forKey: path) == nil { byCollection[path.parent, default: []].insert(path) }
-        } else if entries.removeValue(forKey: path) != nil {
+            if let old = entries.updateValue(entry, forKey: path) {
+                byteSize -= RemoteDocumentCache.size(path, old)
+            } else {
+                byCollection[path.parent, default: []].insert(path)
+            }
+            byteSize += RemoteDocumentCache.size(path, entry)
+        } else if let old = entries.removeValue(forKey: path) {
+            byteSize -= RemoteDocumentCache.size(path, old)
             byCollection[path.parent]?.remove(path)
             if byCollection[path.parent]?.isEmpty == true { byCollection[path.parent] = nil }
         }
@@ -49,18 +55,20 @@ public struct RemoteDocumentCache: Sendable {
 
     public var count: Int { entries.count }
 
-    /// Approximate bytes held (document storage sizes).
-    public var byteSize: Int {
-        entries.reduce(0) { total, item in
-            switch item.value {
-            case .found(let doc, _): total + DocumentLimits.documentSize(path: doc.path, fields: doc.fields)
-            case .missing: total + DocumentLimits.nameSize(item.key) + 8
-            }
+    /// Bytes held, as Firestore sizes documents (name, fields, 32 bytes of overhead); a
+    /// known-missing document counts its name and a version. Kept up to date on every change.
+    public private(set) var byteSize = 0
+
+    static func size(_ path: ResourcePath, _ entry: RemoteDocument) -> Int {
+        switch entry {
+        case .found(let doc, _): DocumentLimits.documentSize(path: doc.path, fields: doc.fields)
+        case .missing: DocumentLimits.nameSize(path) + 8
         }
     }
 
     public mutating func removeAll() {
         entries.removeAll()
         byCollection.removeAll()
+        byteSize = 0
     }
 }

@@ -92,7 +92,17 @@ struct ClientRoutes: Sendable {
             let timeout = try QueryParameters(request).int("timeoutMs") ?? 60_000
             return try await waitForPendingWrites(client, timeoutMs: timeout)
         case "collectGarbage":
-            throw FiregateError(.unimplemented, "LRU garbage collection is not available yet.")
+            let body = try await request.jsonObjectBody()
+            var threshold: Int64?, percentile: Int?
+            if let value = body["thresholdBytes"], value != .null {
+                guard let n = value.integerLike, n >= -1 else { throw .invalidArgument("thresholdBytes must be an integer ≥ 0, or -1 to collect nothing.") }
+                threshold = n
+            }
+            if let value = body["percentile"], value != .null {
+                guard let n = value.integerLike, (0...100).contains(n) else { throw .invalidArgument("percentile must be an integer from 0 to 100.") }
+                percentile = Int(n)
+            }
+            return JSONResponse.make(try await client.collectGarbage(thresholdBytes: threshold, percentile: percentile))
         default:
             throw .notFound("Unknown client method \":\(verb)\".")
         }

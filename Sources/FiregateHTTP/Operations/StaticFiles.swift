@@ -1,6 +1,7 @@
 import FiregateModel
 import Foundation
 import Hummingbird
+import Logging
 
 /// The dashboard: files of the `Public/` folder served at `/` through Hummingbird's file
 /// middleware, with ETag/Last-Modified validation and `Cache-Control: no-cache` (browsers
@@ -8,9 +9,9 @@ import Hummingbird
 struct StaticFiles: Sendable {
     private let files: FileMiddleware<BasicRequestContext, LocalFileSystem>?
 
-    init(directory: String?) {
+    init(directory: String?, logger: Logger) {
         files = directory.map {
-            FileMiddleware($0, cacheControl: .init([(MediaType(type: .any), [.noCache])]), searchForIndexHtml: true)
+            FileMiddleware($0, cacheControl: .init([(MediaType(type: .any), [.noCache])]), searchForIndexHtml: true, logger: logger)
         }
     }
 

@@ -2,8 +2,8 @@ import FiregateModel
 import Foundation
 import GRDB
 
-/// One persistent edge client's cache on disk: its settings, remote documents and queued
-/// mutations. Writes are queued to the group committer and never block the caller.
+/// One persistent edge client's cache on disk: its settings, remote documents, targets and
+/// queued mutations. Writes are queued to the group committer and never block the caller.
 public struct EdgeCacheStorage: Sendable {
     let store: SQLiteStore
     let clientID: String
@@ -27,43 +27,106 @@ public struct EdgeCacheStorage: Sendable {
                 CREATE TABLE edge_synced_queries (client_id TEXT NOT NULL, query TEXT NOT NULL, PRIMARY KEY (client_id, query)) WITHOUT ROWID;
                 """)
         },
+        // LRU garbage collection: sequence numbers on documents, and targets with their keys.
+        StoreMigration("edge-v2-lru") { db in
+            try db.execute(sql: """
+                ALTER TABLE edge_remote_documents ADD COLUMN sequence INTEGER NOT NULL DEFAULT 0;
+                CREATE TABLE edge_targets (
+                    client_id TEXT NOT NULL, query TEXT NOT NULL, sequence INTEGER NOT NULL, synced INTEGER NOT NULL,
+                    documents BLOB NOT NULL, PRIMARY KEY (client_id, query)) WITHOUT ROWID;
+                INSERT INTO edge_targets (client_id, query, sequence, synced, documents)
+                    SELECT client_id, query, 0, 1, CAST('[]' AS BLOB) FROM edge_synced_queries;
+                DROP TABLE edge_synced_queries;
+                """)
+        },
     ]
 
-    /// Everything persisted for this client, or nil if it was never saved.
-    public struct Snapshot: Sendable {
-        public var settings: JSON
-        public var documents: [(ResourcePath, Bool, Bool, [String: Value], Timestamp, Timestamp)]
-        public var mutations: [(Int64, Timestamp, JSON)]
-        public var syncedQueries: [String]
+    /// A cached remote document: found (with fields) or known missing (at `updateTime`), and
+    /// its LRU sequence number.
+    public struct StoredDocument: Sendable, Equatable {
+        public var path: ResourcePath
+        public var found: Bool
+        /// A version derived from the client's own acknowledged write, not yet confirmed by watch.
+        public var committed: Bool
+        public var fields: [String: Value]
+        public var createTime: Timestamp
+        public var updateTime: Timestamp
+        public var sequenceNumber: Int64
 
-        public init(settings: JSON, documents: [(ResourcePath, Bool, Bool, [String: Value], Timestamp, Timestamp)] = [],
-                    mutations: [(Int64, Timestamp, JSON)] = [], syncedQueries: [String] = []) {
-            self.settings = settings
-            self.documents = documents
-            self.mutations = mutations
-            self.syncedQueries = syncedQueries
+        public init(path: ResourcePath, found: Bool, committed: Bool, fields: [String: Value], createTime: Timestamp,
+                    updateTime: Timestamp, sequenceNumber: Int64) {
+            self.path = path
+            self.found = found
+            self.committed = committed
+            self.fields = fields
+            self.createTime = createTime
+            self.updateTime = updateTime
+            self.sequenceNumber = sequenceNumber
         }
     }
 
+    /// A query's target: its LRU sequence number, whether it has a server result, and the
+    /// documents of that result.
+    public struct StoredTarget: Sendable, Equatable {
+        public var query: String
+        public var sequenceNumber: Int64
+        public var synced: Bool
+        public var documents: [ResourcePath]
+
+        public init(query: String, sequenceNumber: Int64, synced: Bool, documents: [ResourcePath]) {
+            self.query = query
+            self.sequenceNumber = sequenceNumber
+            self.synced = synced
+            self.documents = documents
+        }
+    }
+
+    /// Everything persisted for one client.
+    public struct Snapshot: Sendable {
+        public var settings: JSON
+        public var documents: [StoredDocument]
+        /// Queued write batches: id, local write time, the writes as a JSON array.
+        public var mutations: [(Int64, Timestamp, JSON)]
+        public var targets: [StoredTarget]
+
+        public init(settings: JSON, documents: [StoredDocument] = [], mutations: [(Int64, Timestamp, JSON)] = [], targets: [StoredTarget] = []) {
+            self.settings = settings
+            self.documents = documents
+            self.mutations = mutations
+            self.targets = targets
+        }
+    }
+
+    static func path(_ text: String) -> ResourcePath { ResourcePath(text.split(separator: "/").map(String.init)) }
+
+    /// Everything persisted for this client, or nil if it was never saved.
     public func load() throws -> Snapshot? {
         try store.writer.read { db in
             guard let settingsData = try Data.fetchOne(db, sql: "SELECT settings FROM edge_clients WHERE client_id = ?", arguments: [clientID]) else {
                 return nil
             }
-            var snapshot = Snapshot(settings: try JSONParser.parse(settingsData), documents: [], mutations: [], syncedQueries: [])
-            let rows = try Row.fetchCursor(db, sql: "SELECT path, found, committed, fields, create_us, update_us FROM edge_remote_documents WHERE client_id = ?", arguments: [clientID])
+            var snapshot = Snapshot(settings: try JSONParser.parse(settingsData))
+            let rows = try Row.fetchCursor(db, sql: """
+                SELECT path, found, committed, fields, create_us, update_us, sequence FROM edge_remote_documents WHERE client_id = ?
+                """, arguments: [clientID])
             while let row = try rows.next() {
-                let path = ResourcePath((row[0] as String).split(separator: "/").map(String.init))
                 let fieldsData: Data? = row[3]
                 let fields = try fieldsData.map { try Value.parseFields(try JSONParser.parse($0)) } ?? [:]
-                snapshot.documents.append((path, row[1], row[2], fields, Timestamp(microseconds: row[4]), Timestamp(microseconds: row[5])))
+                snapshot.documents.append(StoredDocument(path: EdgeCacheStorage.path(row[0]), found: row[1], committed: row[2], fields: fields,
+                                                         createTime: Timestamp(microseconds: row[4]), updateTime: Timestamp(microseconds: row[5]),
+                                                         sequenceNumber: row[6]))
             }
             let mutations = try Row.fetchCursor(db, sql: "SELECT batch_id, local_write_us, writes FROM edge_mutations WHERE client_id = ? ORDER BY batch_id", arguments: [clientID])
             while let row = try mutations.next() {
                 let data: Data = row[2]
                 snapshot.mutations.append((row[0], Timestamp(microseconds: row[1]), try JSONParser.parse(data)))
             }
-            snapshot.syncedQueries = try String.fetchAll(db, sql: "SELECT query FROM edge_synced_queries WHERE client_id = ?", arguments: [clientID])
+            let targets = try Row.fetchCursor(db, sql: "SELECT query, sequence, synced, documents FROM edge_targets WHERE client_id = ?", arguments: [clientID])
+            while let row = try targets.next() {
+                let data: Data = row[3]
+                let keys = try JSONParser.parse(data).arrayValue?.compactMap(\.stringValue).map(EdgeCacheStorage.path) ?? []
+                snapshot.targets.append(StoredTarget(query: row[0], sequenceNumber: row[1], synced: row[2], documents: keys))
+            }
             return snapshot
         }
     }
@@ -75,15 +138,33 @@ public struct EdgeCacheStorage: Sendable {
         }
     }
 
-    public func saveDocument(_ path: ResourcePath, found: Document?, committed: Bool, version: Timestamp) {
+    public func saveDocument(_ path: ResourcePath, found: Document?, committed: Bool, version: Timestamp, sequenceNumber: Int64) {
         let id = clientID, key = path.canonical
         let fields = found.map { Data(JSONWriter.bytes(Value.fieldsJSON($0.fields))) }
         let created = found?.createTime.microseconds ?? 0, updated = found?.updateTime.microseconds ?? version.microseconds
         enqueue { db in
             try db.execute(sql: """
-                INSERT OR REPLACE INTO edge_remote_documents (client_id, path, found, committed, fields, create_us, update_us)
-                VALUES (?, ?, ?, ?, ?, ?, ?)
-                """, arguments: [id, key, found != nil, committed, fields, created, updated])
+                INSERT OR REPLACE INTO edge_remote_documents (client_id, path, found, committed, fields, create_us, update_us, sequence)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                """, arguments: [id, key, found != nil, committed, fields, created, updated, sequenceNumber])
+        }
+    }
+
+    /// Records when a cached document was last referenced.
+    public func saveDocumentSequence(_ path: ResourcePath, _ sequenceNumber: Int64) {
+        let id = clientID, key = path.canonical
+        enqueue { db in
+            try db.execute(sql: "UPDATE edge_remote_documents SET sequence = ? WHERE client_id = ? AND path = ?", arguments: [sequenceNumber, id, key])
+        }
+    }
+
+    /// Drops documents from the cache (garbage collection).
+    public func deleteDocuments(_ paths: [ResourcePath]) {
+        let id = clientID, keys = paths.map(\.canonical)
+        enqueue { db in
+            for key in keys {
+                try db.execute(sql: "DELETE FROM edge_remote_documents WHERE client_id = ? AND path = ?", arguments: [id, key])
+            }
         }
     }
 
@@ -104,10 +185,21 @@ public struct EdgeCacheStorage: Sendable {
         }
     }
 
-    public func saveSyncedQuery(_ canonical: String) {
+    public func saveTarget(_ target: StoredTarget) {
+        let id = clientID
+        let keys = Data(JSONWriter.bytes(.array(target.documents.map { .string($0.canonical) })))
+        enqueue { db in
+            try db.execute(sql: "INSERT OR REPLACE INTO edge_targets (client_id, query, sequence, synced, documents) VALUES (?, ?, ?, ?, ?)",
+                           arguments: [id, target.query, target.sequenceNumber, target.synced, keys])
+        }
+    }
+
+    public func deleteTargets(_ queries: [String]) {
         let id = clientID
         enqueue { db in
-            try db.execute(sql: "INSERT OR IGNORE INTO edge_synced_queries (client_id, query) VALUES (?, ?)", arguments: [id, canonical])
+            for query in queries {
+                try db.execute(sql: "DELETE FROM edge_targets WHERE client_id = ? AND query = ?", arguments: [id, query])
+            }
         }
     }
 
@@ -117,7 +209,7 @@ public struct EdgeCacheStorage: Sendable {
         enqueue { db in
             try db.execute(sql: "DELETE FROM edge_remote_documents WHERE client_id = ?", arguments: [id])
             try db.execute(sql: "DELETE FROM edge_mutations WHERE client_id = ?", arguments: [id])
-            try db.execute(sql: "DELETE FROM edge_synced_queries WHERE client_id = ?", arguments: [id])
+            try db.execute(sql: "DELETE FROM edge_targets WHERE client_id = ?", arguments: [id])
             if includingSettings { try db.execute(sql: "DELETE FROM edge_clients WHERE client_id = ?", arguments: [id]) }
         }
     }
@@ -126,24 +218,26 @@ public struct EdgeCacheStorage: Sendable {
     public func save(_ snapshot: Snapshot) async throws {
         let id = clientID
         try await store.committer.commit { db in
-            for table in ["edge_remote_documents", "edge_mutations", "edge_synced_queries", "edge_clients"] {
+            for table in ["edge_remote_documents", "edge_mutations", "edge_targets", "edge_clients"] {
                 try db.execute(sql: "DELETE FROM \(table) WHERE client_id = ?", arguments: [id])
             }
             try db.execute(sql: "INSERT INTO edge_clients (client_id, settings) VALUES (?, ?)",
                            arguments: [id, Data(JSONWriter.bytes(snapshot.settings))])
-            for (path, found, committed, fields, created, updated) in snapshot.documents {
+            for doc in snapshot.documents {
                 try db.execute(sql: """
-                    INSERT INTO edge_remote_documents (client_id, path, found, committed, fields, create_us, update_us)
-                    VALUES (?, ?, ?, ?, ?, ?, ?)
-                    """, arguments: [id, path.canonical, found, committed, found ? Data(JSONWriter.bytes(Value.fieldsJSON(fields))) : nil,
-                                    found ? created.microseconds : 0, updated.microseconds])
+                    INSERT INTO edge_remote_documents (client_id, path, found, committed, fields, create_us, update_us, sequence)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                    """, arguments: [id, doc.path.canonical, doc.found, doc.committed, doc.found ? Data(JSONWriter.bytes(Value.fieldsJSON(doc.fields))) : nil,
+                                    doc.found ? doc.createTime.microseconds : 0, doc.updateTime.microseconds, doc.sequenceNumber])
             }
             for (batchID, time, writes) in snapshot.mutations {
                 try db.execute(sql: "INSERT INTO edge_mutations (client_id, batch_id, local_write_us, writes) VALUES (?, ?, ?, ?)",
                                arguments: [id, batchID, time.microseconds, Data(JSONWriter.bytes(writes))])
             }
-            for query in snapshot.syncedQueries {
-                try db.execute(sql: "INSERT OR IGNORE INTO edge_synced_queries (client_id, query) VALUES (?, ?)", arguments: [id, query])
+            for target in snapshot.targets {
+                try db.execute(sql: "INSERT INTO edge_targets (client_id, query, sequence, synced, documents) VALUES (?, ?, ?, ?, ?)",
+                               arguments: [id, target.query, target.sequenceNumber, target.synced,
+                                           Data(JSONWriter.bytes(.array(target.documents.map { .string($0.canonical) })))])
             }
         }
     }

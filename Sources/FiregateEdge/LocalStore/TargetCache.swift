@@ -1,0 +1,126 @@
+import FiregateModel
+
+/// The SDK's target cache with its LRU bookkeeping (local/target_cache.ts and the LRU
+/// reference delegate): every query the client has listened to, keyed by canonical id, with
+/// the documents of its last server result and its sequence number; and the sequence numbers
+/// of documents (the SDK's sentinel rows), which say when each was last referenced.
+///
+/// Sequence numbers come from one counter that advances once per local-store operation
+/// (listen, release, remote event, write acknowledgement, collection): the later an
+/// operation touched a target or document, the larger its number.
+public struct TargetCache: Sendable {
+    public struct Target: Sendable, Equatable {
+        public var sequenceNumber: Int64
+        /// The documents the server last said match the target (its remote keys).
+        public var documents: Set<ResourcePath>
+        /// Whether a server result was ever received (the SDK's hasCachedResults).
+        public var synced: Bool
+    }
+
+    public private(set) var targets: [String: Target] = [:]
+    public private(set) var documentSequence: [ResourcePath: Int64] = [:]
+    /// How many targets hold each document, so "is it in any target" is O(1).
+    private var holders: [ResourcePath: Int] = [:]
+    /// The sequence number of the current operation.
+    public private(set) var current: Int64 = 0
+    /// Approximate bytes of the target cache (each target's query id, overhead and keys),
+    /// kept up to date as targets change.
+    public private(set) var byteSize = 0
+
+    static func size(of queryID: String) -> Int { queryID.utf8.count + 32 }
+
+    public init() {}
+
+    /// Starts a new operation: later references get a larger sequence number.
+    public mutating func beginOperation() {
+        current += 1
+    }
+
+    public func hasCachedResults(_ queryID: String) -> Bool { targets[queryID]?.synced ?? false }
+
+    /// A listen allocates the target; an existing one keeps its number (allocateTarget).
+    public mutating func allocate(_ queryID: String) {
+        guard targets[queryID] == nil else { return }
+        targets[queryID] = Target(sequenceNumber: current, documents: [], synced: false)
+        byteSize += TargetCache.size(of: queryID)
+    }
+
+    /// The last listener of a query went away (releaseTarget → removeTarget).
+    public mutating func release(_ queryID: String) {
+        targets[queryID]?.sequenceNumber = current
+    }
+
+    /// A server result for the target: its keys become `documents`; documents that join or
+    /// leave the target are referenced now (addReference / removeReference) and returned.
+    @discardableResult
+    public mutating func applyServerResult(_ queryID: String, documents: Set<ResourcePath>) -> Set<ResourcePath> {
+        allocate(queryID)
+        var target = targets[queryID]!
+        let joined = documents.subtracting(target.documents), left = target.documents.subtracting(documents)
+        for path in joined {
+            holders[path, default: 0] += 1
+            documentSequence[path] = current
+            byteSize += DocumentLimits.nameSize(path)
+        }
+        for path in left {
+            release(holderOf: path)
+            documentSequence[path] = current
+            byteSize -= DocumentLimits.nameSize(path)
+        }
+        target.documents = documents
+        target.synced = true
+        target.sequenceNumber = current
+        targets[queryID] = target
+        return joined.union(left)
+    }
+
+    /// A document was referenced outside targets: a write settled (removeMutationReference),
+    /// a view stopped showing it, a one-time read or limbo lookup cached it.
+    public mutating func touch(_ path: ResourcePath) {
+        documentSequence[path] = current
+    }
+
+    /// Whether some target (active or not) holds the document.
+    public func isInTarget(_ path: ResourcePath) -> Bool { holders[path] != nil }
+
+    /// Removes a target; its documents are no longer held by it.
+    public mutating func remove(_ queryID: String) {
+        guard let target = targets.removeValue(forKey: queryID) else { return }
+        byteSize -= TargetCache.size(of: queryID)
+        for path in target.documents {
+            release(holderOf: path)
+            byteSize -= DocumentLimits.nameSize(path)
+        }
+    }
+
+    /// Forgets a document entirely (collected).
+    public mutating func forget(_ path: ResourcePath) {
+        documentSequence[path] = nil
+    }
+
+    public mutating func removeAll() {
+        targets.removeAll()
+        documentSequence.removeAll()
+        holders.removeAll()
+        byteSize = 0
+    }
+
+    private mutating func release(holderOf path: ResourcePath) {
+        if let count = holders[path], count > 1 { holders[path] = count - 1 } else { holders[path] = nil }
+    }
+
+    /// Restores persisted targets and document numbers; the counter continues after the largest.
+    public mutating func restore(targets restored: [String: Target], documentSequence restoredDocs: [ResourcePath: Int64]) {
+        removeAll()
+        targets = restored
+        documentSequence = restoredDocs
+        for (queryID, target) in restored {
+            byteSize += TargetCache.size(of: queryID)
+            for path in target.documents {
+                holders[path, default: 0] += 1
+                byteSize += DocumentLimits.nameSize(path)
+            }
+        }
+        current = max(restored.values.map(\.sequenceNumber).max() ?? 0, restoredDocs.values.max() ?? 0)
+    }
+}
