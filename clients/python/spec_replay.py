@@ -39,8 +39,8 @@ with the reason (`classify`). Each mapped test runs with persistence `persistent
 
 The spec JSON is read from --spec-dir, $FIREGATE_SPEC_DIR, <repo>/conformance/firestore-spec or
 <repo>/../shared/conformance/firestore-spec. The last line printed is
-`spec replay: N passed, M failed, K skipped`. Exit status: 0 when the replay ran (even with
-failures), 2 on a harness error (a bug here, or the server went away).
+`spec replay: N passed, M failed, K skipped`. Exit status: 0 when every mapped run passed, 1
+when any failed, 2 on a harness error (a bug here, or the server went away).
 """
 from __future__ import annotations
 
@@ -106,7 +106,6 @@ UNMAPPABLE_STEPS = OrderedDict([
     ("failDatabase", "failDatabase (persistence fault injection)"),
     ("applyClientState", "applyClientState (multi-tab)"),
     ("runTimer", "runTimer (SDK timers)"),
-    ("triggerLruGC", "triggerLruGC (LRU GC with a threshold)"),
     ("setIndexConfiguration", "setIndexConfiguration (client index config)"),
     ("addSnapshotsInSyncListener", "snapshotsInSync listener"),
     ("removeSnapshotsInSyncListener", "snapshotsInSync listener"),
@@ -116,7 +115,7 @@ UNMAPPABLE_STEPS = OrderedDict([
 KNOWN_ACTIONS = {
     "userListen", "userUnlisten", "userSet", "userPatch", "userDelete", "watchAck", "watchEntity",
     "watchCurrent", "watchSnapshot", "watchRemove", "writeAck", "failWrite", "enableNetwork",
-    "restart", "shutdown", "clearPersistence", "waitForPendingWrites", "drainQueue",
+    "restart", "shutdown", "clearPersistence", "waitForPendingWrites", "drainQueue", "triggerLruGC",
 } | set(UNMAPPABLE_STEPS)
 
 STEP_EXPECTATION_KEYS = {"clientIndex", "expectedSnapshotEvents", "expectedState",
@@ -865,6 +864,10 @@ class SpecRun:
             self.call("POST", f"{self.cbase}:clearPersistence", json={})
         elif "waitForPendingWrites" in step:
             self.start_wait_for_pending_writes()
+        elif "triggerLruGC" in step:
+            # The spec runner collects with LruParams(threshold, 100 %, no cap).
+            self.call("POST", f"{self.cbase}:collectGarbage",
+                      json={"thresholdBytes": step["triggerLruGC"], "percentile": 100})
         elif any(k in step for k in ("watchRemove", "drainQueue")):
             pass  # the backend answers listens itself; the release at watchSnapshot delivers
         else:
@@ -1254,8 +1257,14 @@ class Replay:
         with open(spec_file_path(self.spec_dir, short)) as f:
             return json.load(f)
 
+    def expand(self, files) -> list[str]:
+        """File short names, with "all" standing for every spec file found."""
+        if "all" in files:
+            return sorted(short_name(p) for p in self.spec_dir.glob("*_spec_test.json"))
+        return list(files)
+
     def run_files(self, files, test_filter: Optional[str] = None) -> list[Result]:
-        for short in files:
+        for short in self.expand(files):
             specs = self.load(short)
             names = list(specs)
             if test_filter:
@@ -1346,8 +1355,6 @@ def main(argv=None) -> int:
     except FileNotFoundError as e:
         print(f"spec replay: {e}", file=sys.stderr)
         return 2
-    if files == ["all"]:
-        files = sorted(short_name(p) for p in replay.spec_dir.glob("*_spec_test.json"))
     try:
         requests.get(replay.base_url + "/healthz", timeout=5).raise_for_status()
     except requests.RequestException as e:
@@ -1363,7 +1370,8 @@ def main(argv=None) -> int:
     print()
     print(replay.table())
     print(replay.final_line())
-    return 2 if replay.summary()["total"]["ERROR"] else 0
+    total = replay.summary()["total"]
+    return 2 if total["ERROR"] else (1 if total["FAIL"] else 0)
 
 
 if __name__ == "__main__":
