@@ -1175,7 +1175,7 @@
       refreshDatabases();
       if (ev.project !== st.project || ev.database !== st.database) return;
       const paths = Array.isArray(ev.documents) ? ev.documents : [];
-      const partial = typeof ev.writes === 'number' && ev.writes > paths.length;
+      const partial = typeof ev.changedDocuments === 'number' && ev.changedDocuments > paths.length;
       let collectionTouched = partial;
       let collectionsTouched = partial;
       let docTouched = partial;
@@ -1690,7 +1690,7 @@
       switch (ev.kind) {
         case 'commit': {
           const docs = Array.isArray(ev.documents) ? ev.documents : [];
-          const total = typeof ev.writes === 'number' ? Math.max(ev.writes, docs.length) : docs.length;
+          const total = typeof ev.changedDocuments === 'number' ? Math.max(ev.changedDocuments, docs.length) : docs.length;
           const listed = docs.slice(0, 3);
           const extra = total > listed.length ? ` +${total - listed.length} more` : '';
           return [h('span', { class: 'mono', text: `${ev.project} / ${ev.database}` }), ` · ${plural(total, 'document')}: `,

@@ -51,7 +51,7 @@ public struct OperationEvent: Sendable {
         case let .commit(database, commitTime, documents):
             members += [
                 ("project", .string(database.project)), ("database", .string(database.database)),
-                ("commitTime", .string(commitTime.rfc3339)), ("writes", .int(Int64(documents.count))),
+                ("commitTime", .string(commitTime.rfc3339)), ("changedDocuments", .int(Int64(documents.count))),
                 ("documents", .array(documents.prefix(OperationEvent.listedDocuments).map { .string($0.description) })),
             ]
         case let .treeWrite(namespace, path, op):
