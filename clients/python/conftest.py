@@ -33,19 +33,25 @@ def _binary() -> str:
 
 
 def start_server(*extra_args, data_dir=None):
-    """Starts a server process and waits for /healthz; returns (process, base_url)."""
+    """Starts a server process and waits for /healthz; returns (process, base_url).
+
+    With `--tls-cert CERT` among the arguments the server speaks HTTPS: the URL is
+    https://127.0.0.1:PORT and /healthz is checked against CERT (a self-signed certificate)."""
     port = _free_port()
     args = [_binary(), "serve", "--host", "127.0.0.1", "--port", str(port), "--log-level", "warning"]
     args += ["--data-dir", str(data_dir)] if data_dir else ["--in-memory"]
-    args += list(extra_args)
+    args += [str(a) for a in extra_args]
+    scheme, verify = "http", True
+    if "--tls-cert" in args:
+        scheme, verify = "https", args[args.index("--tls-cert") + 1]
     proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    base = f"http://127.0.0.1:{port}"
+    base = f"{scheme}://127.0.0.1:{port}"
     deadline = time.time() + 30
     while time.time() < deadline:
         if proc.poll() is not None:
             raise RuntimeError(f"firegate exited early: {proc.stderr.read().decode()}")
         try:
-            if requests.get(base + "/healthz", timeout=1).status_code == 200:
+            if requests.get(base + "/healthz", timeout=1, verify=verify).status_code == 200:
                 return proc, base
         except requests.ConnectionError:
             time.sleep(0.05)
