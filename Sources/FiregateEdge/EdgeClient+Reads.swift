@@ -11,6 +11,10 @@ public struct EdgeRead<T: Sendable>: Sendable {
     public let value: T
     public let fromCache: Bool
     public let hasPendingWrites: Bool
+    /// For queries: `index` or `scan` over the cache, `remote` when the server answered.
+    public var plan: String?
+    /// For queries: documents read to answer.
+    public var documentsRead: Int?
 }
 
 /// One-time reads through the client: from the server when it can and may, else from the cache,
@@ -66,14 +70,16 @@ extension EdgeClient {
             let local = localView().run(query)
             updateViews()
             collectEagerGarbage()
-            return EdgeRead(value: local, fromCache: false, hasPendingWrites: local.contains { $0.hasLocalMutations })
+            return EdgeRead(value: local, fromCache: false, hasPendingWrites: local.contains { $0.hasLocalMutations },
+                            plan: "remote", documentsRead: local.count)
         }
         if source == .server {
             throw .unavailable("Failed to get documents from server. (However, these documents may exist in the local cache. Run again without setting source to \"server\" to retrieve the cached documents.)")
         }
         cacheStatistics.hits += 1
-        let local = localView().run(query)
-        return EdgeRead(value: local, fromCache: true, hasPendingWrites: local.contains { $0.hasLocalMutations })
+        let execution = runLocally(query)
+        return EdgeRead(value: execution.documents, fromCache: true, hasPendingWrites: execution.documents.contains { $0.hasLocalMutations },
+                        plan: execution.plan.rawValue, documentsRead: execution.documentsRead)
     }
 
     /// The local view of one document (for answering a write at once).

@@ -28,6 +28,8 @@ public actor EdgeClient {
     let gcScheduler: GarbageCollectionScheduler?
     var gcRuns = 0
     var lastGC: JSON = .null
+    /// The SDK's indexAutoCreationEnabled: in memory only, off at every start.
+    var indexAutoCreation = false
 
     var listeners: [Int: ListenerEntry] = [:]
     var nextListenerID = 1
@@ -69,7 +71,8 @@ public actor EdgeClient {
     }
 
     func localView() -> LocalViewBuilder {
-        LocalViewBuilder(database: settings.databaseID, remote: remote, queue: queue)
+        remote.indexes.compact()
+        return LocalViewBuilder(database: settings.databaseID, remote: remote, queue: queue)
     }
 
     /// Fails data calls on a terminated client, and marks the client started.
@@ -102,6 +105,7 @@ public actor EdgeClient {
         }
         var targetCache = TargetCache()
         targetCache.restore(targets: targets, documentSequence: sequences)
+        EdgeClient.restoreIndexes(snapshot.indexes, into: &remote, database: database)
         var batches: [MutationBatch] = []
         var states: [Int64: WriteState] = [:]
         for (batchID, time, json) in snapshot.mutations {
@@ -148,6 +152,10 @@ public actor EdgeClient {
                 "hits": .int(cacheStatistics.hits), "misses": .int(cacheStatistics.misses), "evictions": .int(cacheStatistics.evictions),
             ],
             "listeners": .int(Int64(listeners.count)),
+            "indexes": [
+                "count": .int(Int64(remote.indexes.indexes.count)), "autoCreation": .bool(indexAutoCreation),
+                "used": .bool(usesIndexes), "entries": .int(Int64(remote.indexes.entryCount)),
+            ],
             "gc": [
                 "garbageCollector": .string(settings.garbageCollector.rawValue), "cacheSizeBytes": .int(settings.cacheSizeBytes),
                 "runs": .int(Int64(gcRuns)), "lastRun": lastGC,
@@ -225,8 +233,10 @@ public actor EdgeClient {
             for batch in queue.batches { finish(batch.id, .rejected(FiregateError(.cancelled, "The write was lost when the app restarted without persistence."))) }
             queue.removeAll()
             remote.removeAll()
+            remote.indexes.removeAll()
             targetCache.removeAll()
         }
+        indexAutoCreation = false
         terminated = false
         started = false
         sendingWrites = false
@@ -250,6 +260,7 @@ public actor EdgeClient {
         for batch in queue.batches { finish(batch.id, .rejected(FiregateError(.cancelled, "The write was cleared with the persistence."))) }
         queue.removeAll()
         remote.removeAll()
+        remote.indexes.removeAll()
         targetCache.removeAll()
         storage?.clear(includingSettings: false)
         backend.operations.record(.client(client: id, action: "persistenceCleared"))

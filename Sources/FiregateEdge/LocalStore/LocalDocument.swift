@@ -63,15 +63,62 @@ public struct LocalViewBuilder {
 
     /// Runs a query over every locally known document.
     public func run(_ query: Query) -> [LocalDocument] {
-        var paths = Set(remote.paths(for: query))
+        execute(query, useIndexes: false).documents
+    }
+
+    /// Runs a query over the cache, through an index when one serves it (and `useIndexes`),
+    /// else by scanning the collection. Both give the same documents; the plan and the
+    /// documents read say what it cost.
+    public func execute(_ query: Query, useIndexes: Bool) -> QueryExecution {
+        var mutated = Set<ResourcePath>()
         for batch in queue.batches {
-            for write in batch.writes where query.containsPath(write.path) { paths.insert(write.path) }
+            for write in batch.writes where query.containsPath(write.path) { mutated.insert(write.path) }
         }
         var byPath: [ResourcePath: LocalDocument] = [:]
-        for path in paths {
+        var plan = QueryExecution.Plan.scan
+        var read = 0
+        if useIndexes, !query.readsWholeCollection, let (index, match) = remote.indexes.choose(for: query) {
+            plan = .index
+            // Index order is the query's order: each range's first results are enough.
+            let perRange = match.ordered && !query.limitToLast ? query.limit.map { $0 + query.offset } : nil
+            let lookup = remote.indexes.lookup(index, match, perRange: perRange, excluded: mutated) { path in
+                guard let doc = document(path), query.matches(doc.document, database: database),
+                      query.withinBounds(doc.document, database: database) else { return false }
+                byPath[path] = doc
+                return true
+            }
+            read = lookup.read
+        } else {
+            for path in remote.paths(for: query) where !mutated.contains(path) {
+                read += 1
+                if let doc = document(path) { byPath[path] = doc }
+            }
+        }
+        // Documents with pending writes are read through the local view, whatever the plan.
+        for path in mutated {
+            read += 1
             if let doc = document(path) { byPath[path] = doc }
         }
         let result = query.run(over: byPath.values.map(\.document), database: database).documents
-        return result.map { byPath[$0.path]! }
+        return QueryExecution(documents: result.map { byPath[$0.path]! }, plan: plan, documentsRead: read)
+    }
+}
+
+/// A local query's answer and what it cost.
+public struct QueryExecution: Sendable {
+    public enum Plan: String, Sendable {
+        case index, scan
+    }
+
+    public let documents: [LocalDocument]
+    public let plan: Plan
+    public let documentsRead: Int
+}
+
+extension Query {
+    /// Matches a whole collection (no filter, window or cursor; ordered by name at most): the
+    /// SDK never uses an index for it.
+    var readsWholeCollection: Bool {
+        filter == nil && limit == nil && startAt == nil && endAt == nil && explicitOrderBy.allSatisfy(\.field.isDocumentID)
     }
 }

@@ -26,6 +26,8 @@ public enum RemoteDocument: Sendable, Equatable {
 /// indexed by collection so local queries do not scan the whole cache.
 public struct RemoteDocumentCache: Sendable {
     public private(set) var entries: [ResourcePath: RemoteDocument] = [:]
+    /// Local query indexes over these documents, kept current by `set`.
+    public internal(set) var indexes = LocalIndexes()
     private var byCollection: [ResourcePath: Set<ResourcePath>] = [:]
 
     public init() {}
@@ -33,6 +35,7 @@ public struct RemoteDocumentCache: Sendable {
     public subscript(path: ResourcePath) -> RemoteDocument? { entries[path] }
 
     public mutating func set(_ path: ResourcePath, _ entry: RemoteDocument?) {
+        if !indexes.isEmpty { indexes.documentChanged(path, entry?.document) }
         if let entry {
             if let old = entries.updateValue(entry, forKey: path) {
                 byteSize -= RemoteDocumentCache.size(path, old)
@@ -70,5 +73,6 @@ public struct RemoteDocumentCache: Sendable {
         entries.removeAll()
         byCollection.removeAll()
         byteSize = 0
+        indexes.clearEntries()
     }
 }

@@ -14,6 +14,8 @@ struct ClientDataRoutes {
     static let pendingHeader = HTTPField.Name("Firegate-Has-Pending-Writes")!
     static let writeIDHeader = HTTPField.Name("Firegate-Write-Id")!
     static let writeStateHeader = HTTPField.Name("Firegate-Write-State")!
+    static let queryPlanHeader = HTTPField.Name("Firegate-Query-Plan")!
+    static let documentsReadHeader = HTTPField.Name("Firegate-Documents-Read")!
 
     func respond(_ request: Request, prefixLength: Int) async -> Response {
         do {
@@ -114,10 +116,13 @@ struct ClientDataRoutes {
     }
 
     func respond<T>(documents body: JSON, _ read: EdgeRead<T>, status: HTTPResponse.Status = .ok) -> Response {
-        JSONResponse.make(body, status: status, headers: [
+        var headers: HTTPFields = [
             ClientDataRoutes.fromCacheHeader: read.fromCache ? "true" : "false",
             ClientDataRoutes.pendingHeader: read.hasPendingWrites ? "true" : "false",
-        ])
+        ]
+        if let plan = read.plan { headers[ClientDataRoutes.queryPlanHeader] = plan }
+        if let count = read.documentsRead { headers[ClientDataRoutes.documentsReadHeader] = String(count) }
+        return JSONResponse.make(body, status: status, headers: headers)
     }
 
     func getDocument(_ target: DocumentRequestPath, _ params: QueryParameters) async throws(FiregateError) -> Response {

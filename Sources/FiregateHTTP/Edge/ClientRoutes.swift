@@ -156,8 +156,18 @@ struct ClientRoutes: Sendable {
                 throw .notFound("No write \"\(writeID)\" on client \(id).")
             }
             return JSONResponse.make(ClientRoutes.render(n, state))
+        case (.get, "/indexes"):
+            return JSONResponse.make(await client.indexesJSON())
+        case (.put, "/indexes"):
+            return JSONResponse.make(try await client.configureIndexes(try await request.jsonObjectBody()))
+        case (.delete, "/indexes"):
+            return JSONResponse.make(try await client.deleteAllIndexes())
+        case (.post, "/indexes:enableAutoCreation"):
+            return JSONResponse.make(try await client.setIndexAutoCreation(true))
+        case (.post, "/indexes:disableAutoCreation"):
+            return JSONResponse.make(try await client.setIndexAutoCreation(false))
         default:
-            if subpath.hasSuffix(".json") || ["/onDisconnect", "/keepSynced", "/auth"].contains(subpath) || subpath.hasPrefix("/indexes") {
+            if subpath.hasSuffix(".json") || ["/onDisconnect", "/keepSynced", "/auth"].contains(subpath) {
                 throw FiregateError(.unimplemented, "\(subpath) on edge clients is not available yet.")
             }
             throw .notFound("No route for \(request.method) \(request.uri.path)")

@@ -39,6 +39,9 @@ public struct EdgeCacheStorage: Sendable {
                 DROP TABLE edge_synced_queries;
                 """)
         },
+        StoreMigration("edge-v3-indexes") { db in
+            try db.execute(sql: "CREATE TABLE edge_indexes (client_id TEXT PRIMARY KEY NOT NULL, definitions BLOB NOT NULL) WITHOUT ROWID")
+        },
     ]
 
     /// A cached remote document: found (with fields) or known missing (at `updateTime`), and
@@ -88,12 +91,16 @@ public struct EdgeCacheStorage: Sendable {
         /// Queued write batches: id, local write time, the writes as a JSON array.
         public var mutations: [(Int64, Timestamp, JSON)]
         public var targets: [StoredTarget]
+        /// The local index definitions (an array in the Firebase CLI's format), if any.
+        public var indexes: JSON?
 
-        public init(settings: JSON, documents: [StoredDocument] = [], mutations: [(Int64, Timestamp, JSON)] = [], targets: [StoredTarget] = []) {
+        public init(settings: JSON, documents: [StoredDocument] = [], mutations: [(Int64, Timestamp, JSON)] = [], targets: [StoredTarget] = [],
+                    indexes: JSON? = nil) {
             self.settings = settings
             self.documents = documents
             self.mutations = mutations
             self.targets = targets
+            self.indexes = indexes
         }
     }
 
@@ -126,6 +133,9 @@ public struct EdgeCacheStorage: Sendable {
                 let data: Data = row[3]
                 let keys = try JSONParser.parse(data).arrayValue?.compactMap(\.stringValue).map(EdgeCacheStorage.path) ?? []
                 snapshot.targets.append(StoredTarget(query: row[0], sequenceNumber: row[1], synced: row[2], documents: keys))
+            }
+            if let data = try Data.fetchOne(db, sql: "SELECT definitions FROM edge_indexes WHERE client_id = ?", arguments: [clientID]) {
+                snapshot.indexes = try? JSONParser.parse(data)
             }
             return snapshot
         }
@@ -194,6 +204,14 @@ public struct EdgeCacheStorage: Sendable {
         }
     }
 
+    /// Saves the local index definitions (replacing earlier ones).
+    public func saveIndexes(_ definitions: JSON) {
+        let id = clientID, data = Data(JSONWriter.bytes(definitions))
+        enqueue { db in
+            try db.execute(sql: "INSERT OR REPLACE INTO edge_indexes (client_id, definitions) VALUES (?, ?)", arguments: [id, data])
+        }
+    }
+
     public func deleteTargets(_ queries: [String]) {
         let id = clientID
         enqueue { db in
@@ -210,6 +228,7 @@ public struct EdgeCacheStorage: Sendable {
             try db.execute(sql: "DELETE FROM edge_remote_documents WHERE client_id = ?", arguments: [id])
             try db.execute(sql: "DELETE FROM edge_mutations WHERE client_id = ?", arguments: [id])
             try db.execute(sql: "DELETE FROM edge_targets WHERE client_id = ?", arguments: [id])
+            try db.execute(sql: "DELETE FROM edge_indexes WHERE client_id = ?", arguments: [id])
             if includingSettings { try db.execute(sql: "DELETE FROM edge_clients WHERE client_id = ?", arguments: [id]) }
         }
     }
@@ -218,7 +237,7 @@ public struct EdgeCacheStorage: Sendable {
     public func save(_ snapshot: Snapshot) async throws {
         let id = clientID
         try await store.committer.commit { db in
-            for table in ["edge_remote_documents", "edge_mutations", "edge_targets", "edge_clients"] {
+            for table in ["edge_remote_documents", "edge_mutations", "edge_targets", "edge_indexes", "edge_clients"] {
                 try db.execute(sql: "DELETE FROM \(table) WHERE client_id = ?", arguments: [id])
             }
             try db.execute(sql: "INSERT INTO edge_clients (client_id, settings) VALUES (?, ?)",
@@ -233,6 +252,9 @@ public struct EdgeCacheStorage: Sendable {
             for (batchID, time, writes) in snapshot.mutations {
                 try db.execute(sql: "INSERT INTO edge_mutations (client_id, batch_id, local_write_us, writes) VALUES (?, ?, ?, ?)",
                                arguments: [id, batchID, time.microseconds, Data(JSONWriter.bytes(writes))])
+            }
+            if let indexes = snapshot.indexes {
+                try db.execute(sql: "INSERT INTO edge_indexes (client_id, definitions) VALUES (?, ?)", arguments: [id, Data(JSONWriter.bytes(indexes))])
             }
             for target in snapshot.targets {
                 try db.execute(sql: "INSERT INTO edge_targets (client_id, query, sequence, synced, documents) VALUES (?, ?, ?, ?, ?)",
