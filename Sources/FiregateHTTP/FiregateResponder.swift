@@ -39,7 +39,7 @@ public struct FiregateResponder: HTTPResponder {
         if logger.logLevel <= .info {
             logger.info("request", metadata: [
                 "method": .string(request.method.rawValue), "path": .string(path), "status": .stringConvertible(response.status.code),
-                "durationMs": .string(String(format: "%.3f", Double(duration.nanoseconds) / 1_000_000)), "surface": .string(surface.rawValue),
+                "durationMs": .stringConvertible((Double(duration.nanoseconds) / 1000).rounded() / 1000), "surface": .string(surface.rawValue),
             ])
         }
         return response

@@ -17,7 +17,7 @@ struct JSONLogHandler: LogHandler {
     func log(event: LogEvent) {
         let level = event.level, message = event.message, explicit = event.metadata
         var entry: JSON = [
-            "time": .string(Date().ISO8601Format(.iso8601.year().month().day().time(includingFractionalSeconds: true))),
+            "time": .string(Date().ISO8601Format(Date.ISO8601FormatStyle(includingFractionalSeconds: true))),
             "level": .string(level.rawValue),
             "label": .string(label),
             "message": .string(message.description),
@@ -32,7 +32,13 @@ struct JSONLogHandler: LogHandler {
         switch value {
         case .string(let text): .string(text)
         case .stringConvertible(let convertible):
-            if let number = convertible as? any BinaryInteger, let int = Int64(exactly: number) { .int(int) } else { .string(convertible.description) }
+            if let number = convertible as? any BinaryInteger, let int = Int64(exactly: number) {
+                .int(int)
+            } else if let number = convertible as? Double {
+                .double(number)
+            } else {
+                .string(convertible.description)
+            }
         case .array(let items): .array(items.map(json))
         case .dictionary(let members):
             members.sorted { $0.key < $1.key }.reduce(JSON.object([:])) { $0.withMember($1.key, json($1.value)) }

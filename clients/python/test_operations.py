@@ -304,7 +304,7 @@ def test_events_live_commit_tree_network_and_write_outcomes(base_url, project, n
 
         doc = fs.set("cities/SF", {"name": "San Francisco"})
         op = next_op(s, lambda o: o["kind"] == "commit" and o.get("project") == project)
-        assert op["database"] == DB and op["writes"] == 1 and op["documents"] == ["cities/SF"], op
+        assert op["database"] == DB and op["changedDocuments"] == 1 and op["documents"] == ["cities/SF"], op
         assert op["commitTime"] == doc["updateTime"], (op, doc)
         parse_ts(op["time"])
         last = op["seq"]

@@ -9,7 +9,7 @@ import ServiceLifecycle
 /// come, each flushed at once, until the client goes away, the stream is cancelled, or the
 /// server shuts down (which must not wait for streams that never end on their own).
 enum TreeEventStreamResponse {
-    static func make(_ subscription: TreeStreamSubscription, tree: TreeBackend) -> Response {
+    static func make(_ subscription: TreeStreamSubscription, tree: TreeBackend, request: Request) -> Response {
         let headers: HTTPFields = [
             .contentType: "text/event-stream; charset=utf-8",
             .cacheControl: "no-cache",
@@ -17,19 +17,22 @@ enum TreeEventStreamResponse {
             TreeResponses.allowOrigin: "*",
         ]
         return Response(status: .ok, headers: headers, body: ResponseBody { writer in
-            do {
-                try await withGracefulShutdownHandler {
-                    for await frame in subscription {
-                        var buffer = ByteBuffer(bytes: frame.bytes)
-                        // Coalesce whatever else is already queued into the same write.
-                        for more in subscription.takeQueued() { buffer.writeBytes(more.bytes) }
-                        try await writer.write(buffer)
+            // Ends at once when the client hangs up, not at the next event for it.
+            await InboundClose.cancelling(request) {
+                do {
+                    try await withGracefulShutdownHandler {
+                        for await frame in subscription {
+                            var buffer = ByteBuffer(bytes: frame.bytes)
+                            // Coalesce whatever else is already queued into the same write.
+                            for more in subscription.takeQueued() { buffer.writeBytes(more.bytes) }
+                            try await writer.write(buffer)
+                        }
+                    } onGracefulShutdown: {
+                        subscription.finish()
                     }
-                } onGracefulShutdown: {
-                    subscription.finish()
+                } catch {
+                    // The client went away; fall through to unsubscribe.
                 }
-            } catch {
-                // The client went away; fall through to unsubscribe.
             }
             await tree.unsubscribe(subscription)
             try? await writer.finish(nil)

@@ -13,7 +13,7 @@ struct TreeRoutes: Sendable {
             let call = try TreeRequest(request, defaultNamespace: backend.defaultProject)
             switch call.method {
             case .options: return TreeResponses.preflight()
-            case .get: return call.wantsStream ? try await stream(call) : try await get(call)
+            case .get: return call.wantsStream ? try await stream(call, request) : try await get(call)
             case .put: return try await put(call, body: try await body(request))
             case .post: return try await post(call, body: try await body(request))
             case .patch: return try await patch(call, body: try await body(request))
@@ -71,10 +71,10 @@ struct TreeRoutes: Sendable {
         return TreeResponses.json(bytes, for: call, etag: etag)
     }
 
-    func stream(_ call: TreeRequest) async throws -> Response {
+    func stream(_ call: TreeRequest, _ request: Request) async throws -> Response {
         let key = TreeStreamKey(path: call.path, query: call.query, format: call.format)
         let subscription = try await tree.subscribe(namespace: call.namespace, key: key)
-        return TreeEventStreamResponse.make(subscription, tree: tree)
+        return TreeEventStreamResponse.make(subscription, tree: tree, request: request)
     }
 
     func put(_ call: TreeRequest, body: JSON) async throws -> Response {
