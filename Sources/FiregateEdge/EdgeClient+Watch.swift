@@ -15,6 +15,8 @@ extension EdgeClient {
     func stopWatch() {
         watch?.close()
         watch = nil
+        // Without the feed, match sets fall behind: the next server result starts them anew.
+        for listenerID in listeners.keys { listeners[listenerID]?.matches = nil }
         resumeCatchUpWaiters(all: true)
     }
 
@@ -50,6 +52,12 @@ extension EdgeClient {
                     touched.append(listenerID)
                 }
             }
+            // Targets with a server result follow the commit's changes, not a new query run.
+            if !gates.holdWatch {
+                let incremental = touched.filter { listeners[$0]?.matches != nil }
+                if !incremental.isEmpty { applyChanges(record, to: incremental) }
+                touched.removeAll { listeners[$0]?.matches != nil }
+            }
         case .overflow:
             watchSequence = max(watchSequence, database.feed.lastPublished)
             touched = listeners.filter { !$0.value.options.cacheOnly }.map(\.key)
@@ -79,6 +87,34 @@ extension EdgeClient {
         if !ids.isEmpty { refreshTargets(ids) }
     }
 
+    /// A commit's effect on targets that already have their server result: the changed
+    /// documents enter the cache, each target's match set takes the changes, and every view is
+    /// updated once — the cost follows the change, not the size of the results.
+    func applyChanges(_ record: CommitRecord, to ids: [Int]) {
+        // A target refreshed after this commit already holds it.
+        let behind = ids.filter { listeners[$0].map { record.sequence > $0.matchesSequence } ?? false }
+        guard !behind.isEmpty else { return }
+        targetCache.beginOperation()
+        for change in record.changes where behind.contains(where: { id in
+            listeners[id].map { $0.query.containsPath(change.path) || $0.serverPaths.contains(change.path) } ?? false
+        }) {
+            acceptFromWatch(change.path, change.after, deletedAt: record.commitTime)
+        }
+        for listenerID in behind {
+            guard var entry = listeners[listenerID], var matches = entry.matches else { continue }
+            for change in record.changes { matches.apply(path: change.path, before: change.before, after: change.after) }
+            let seen = Set(matches.window.map(\.path))
+            entry.matches = matches
+            entry.matchesSequence = record.sequence
+            entry.serverPaths = seen
+            entry.current = true
+            listeners[listenerID] = entry
+            for path in targetCache.applyServerResult(entry.queryID, documents: seen) where remote[path] != nil { persistSequence(path) }
+            persistTarget(entry.queryID)
+        }
+        updateViews()
+    }
+
     /// Fetches the server result of each listener's target, folds it into the remote cache,
     /// marks the targets current, then updates every view once.
     func refreshTargets(_ ids: [Int]) {
@@ -86,7 +122,8 @@ extension EdgeClient {
         targetCache.beginOperation()
         for listenerID in ids {
             guard var entry = listeners[listenerID] else { continue }
-            guard let result = try? database.runQuery(entry.query).value.documents else { continue }
+            let (matches, sequence) = database.matches(entry.query)
+            let result = matches.window
             var seen = Set<ResourcePath>()
             for doc in result {
                 acceptFromWatch(doc.path, doc)
@@ -102,6 +139,8 @@ extension EdgeClient {
             }
             entry.serverPaths = seen
             entry.current = true
+            entry.matches = matches
+            entry.matchesSequence = sequence
             listeners[listenerID] = entry
             for path in targetCache.applyServerResult(entry.queryID, documents: seen) where remote[path] != nil {
                 persistSequence(path)
@@ -111,10 +150,13 @@ extension EdgeClient {
         updateViews()
     }
 
-    /// The server's version of a document replaces the cached one (nil: it does not exist).
-    func acceptFromWatch(_ path: ResourcePath, _ document: Document?) {
-        let entry: RemoteDocument = document.map { .found($0, committed: false) } ?? .missing(version: backend.clock.now())
+    /// The server's version of a document replaces the cached one (nil: it does not exist, as
+    /// of `deletedAt` — a commit's time — or of now).
+    func acceptFromWatch(_ path: ResourcePath, _ document: Document?, deletedAt: Timestamp? = nil) {
+        let entry: RemoteDocument = document.map { .found($0, committed: false) } ?? .missing(version: deletedAt ?? backend.clock.now())
         if let existing = remote[path] {
+            // A deletion from an older commit than the cached version came before it.
+            if let deletedAt, document == nil, existing.version > deletedAt { return }
             // Never go back to an older server version; a committed local version is confirmed
             // (or superseded) by an equal or newer one.
             if existing.version > entry.version, document != nil { return }

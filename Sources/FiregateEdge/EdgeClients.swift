@@ -10,6 +10,8 @@ public final class EdgeClients: Sendable {
 
     let backend: Backend
     private let clients = Mutex<[String: EdgeClient]>([:])
+    /// Cache statistics of clients that were deleted, so server-wide totals never go back.
+    private let retired = Mutex(CacheStatistics())
     private let gcScheduler: GarbageCollectionScheduler
 
     public init(backend: Backend) {
@@ -70,13 +72,26 @@ public final class EdgeClients: Sendable {
             defer { clients.removeAll() }
             return Array(clients.values)
         }
-        for client in removed { await client.shutdown(reason: reason) }
+        for client in removed { await retire(client, reason: reason) }
+    }
+
+    /// Totals of the statistics of deleted clients.
+    public var retiredStatistics: CacheStatistics { retired.withLock { $0 } }
+
+    private func retire(_ client: EdgeClient, reason: FiregateError?) async {
+        let statistics = await client.cacheStatistics
+        retired.withLock { total in
+            total.hits += statistics.hits
+            total.misses += statistics.misses
+            total.evictions += statistics.evictions
+        }
+        await client.shutdown(reason: reason)
     }
 
     /// Removes the client and what it persisted.
     public func delete(_ id: String) async -> Bool {
         guard let client = clients.withLock({ $0.removeValue(forKey: id) }) else { return false }
-        await client.shutdown()
+        await retire(client, reason: nil)
         return true
     }
 }

@@ -40,6 +40,11 @@ final class OperationsTests: XCTestCase {
             assertError(try await client.send(.post, "/emulator/v1/clock", #"{"time":null,"advanceMs":1}"#), 400, "INVALID_ARGUMENT", contains: "either")
             assertError(try await client.send(.post, "/emulator/v1/clock", "[1]"), 400, "INVALID_ARGUMENT")
             assertError(try await client.send(.delete, "/emulator/v1/clock"), 404, "NOT_FOUND")
+            // The clock stops at the last representable time.
+            _ = try await client.send(.post, "/emulator/v1/clock", #"{"time":"9999-12-31T23:59:59Z"}"#)
+            assertError(try await client.send(.post, "/emulator/v1/clock", #"{"advanceMs":1000}"#), 400, "INVALID_ARGUMENT", contains: "9999-12-31")
+            let last = try await client.send(.get, "/emulator/v1/clock")
+            XCTAssertEqual(last.json?["time"], "9999-12-31T23:59:59Z")
         }
     }
 
@@ -109,6 +114,13 @@ final class OperationsTests: XCTestCase {
             XCTAssertTrue(text.contains(#"firegate_clients{state="offline"} 1"#), text)
             XCTAssertTrue(text.contains(#"firegate_clients{state="online"} 1"#), text)
             XCTAssertTrue(text.contains("# TYPE firegate_sse_streams gauge"), text)
+            // Cache counters keep what deleted clients counted.
+            _ = try await client.send(.get, "/clients/m-1/v1/projects/p/databases/(default)/documents/c/none")
+            let before = try await client.send(.get, "/metrics").text
+            XCTAssertTrue(before.contains("firegate_client_cache_misses_total 1"), before)
+            _ = try await client.send(.delete, "/clients/m-1")
+            let after = try await client.send(.get, "/metrics").text
+            XCTAssertTrue(after.contains("firegate_client_cache_misses_total 1"), after)
             // Counters only grow between scrapes.
             _ = try await client.send(.put, "/m.json?ns=metrics", "2")
             let countedAgain = try await client.send(.get, "/metrics").text.contains(#"firegate_commits_total{surface="tree"} 2"#)

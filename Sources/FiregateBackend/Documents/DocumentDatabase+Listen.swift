@@ -29,6 +29,14 @@ extension DocumentDatabase {
         }
     }
 
+    /// The query's match set and the commit sequence it reflects, without a subscription (an
+    /// edge client follows the feed through its own watch and applies later commits itself).
+    public func matches(_ query: Query) -> (matches: QueryMatches, sequence: Int64) {
+        state.withLock { state in
+            (QueryMatches(query: query, database: id, candidates: state.candidates(for: query, at: nil)), state.sequence)
+        }
+    }
+
     /// A single-document listener's starting point.
     public struct DocumentListenStart: Sendable {
         public let document: Document?

@@ -36,6 +36,10 @@ struct ListenerEntry {
     var serverPaths: Set<ResourcePath> = []
     /// Whether the target has received its server result since the last (re)connect.
     var current = false
+    /// The server's match set for the query as of feed sequence `matchesSequence`, kept up to
+    /// date commit by commit (nil until the first server result).
+    var matches: QueryMatches?
+    var matchesSequence: Int64 = 0
     let output: AsyncStream<EdgeEvent>.Continuation
 }
 

@@ -72,6 +72,9 @@ struct OperationRoutes: Sendable {
 
     // MARK: Clock
 
+    /// 9999-12-31T23:59:59.999999Z: the clock never goes past what a Timestamp can hold.
+    static let latestClockMicros: Int64 = 253_402_300_799_999_999
+
     func clockReading() -> Response {
         let time = Timestamp(microseconds: backend.clock.readingMicros())
         return JSONResponse.make([
@@ -94,6 +97,9 @@ struct OperationRoutes: Sendable {
             guard let ms = advance.integerLike, ms >= 0, ms <= 100 * 365 * 86_400_000 else {
                 throw .invalidArgument("advanceMs must be a non-negative integer number of milliseconds (the clock only moves forward).")
             }
+            guard backend.clock.readingMicros() + ms * 1000 <= OperationRoutes.latestClockMicros else {
+                throw .invalidArgument("advanceMs would move the clock past 9999-12-31T23:59:59.999999Z, the last time Firestore can represent.")
+            }
             backend.clock.advance(byMicros: ms * 1000)
         } else if let time {
             if time.isNull {
@@ -102,7 +108,7 @@ struct OperationRoutes: Sendable {
                 guard let text = time.stringValue, let parsed = Timestamp(rfc3339: text) else {
                     throw .invalidArgument("time must be an RFC 3339 timestamp such as \"2030-01-01T00:00:00Z\", or null.")
                 }
-                guard parsed.seconds >= 0, parsed.seconds < 253_402_300_800 else {
+                guard parsed.seconds >= 0, parsed.microseconds <= OperationRoutes.latestClockMicros else {
                     throw .invalidArgument("time must lie between 1970-01-01 and 9999-12-31.")
                 }
                 backend.clock.set(toMicros: parsed.microseconds)

@@ -63,7 +63,8 @@ final class ServerMetrics: Sendable {
     /// The exposition text, after reading the figures kept by clients and the backend.
     func scrape(backend: Backend, clients: EdgeClients) async -> [UInt8] {
         var online = 0, offline = 0, bytes = 0, documents = 0, pending = 0
-        var hits: Int64 = 0, misses: Int64 = 0, evictions: Int64 = 0
+        let retired = clients.retiredStatistics
+        var hits = retired.hits, misses = retired.misses, evictions = retired.evictions
         for client in clients.all {
             let sample = await client.sample()
             if sample.online { online += 1 } else { offline += 1 }
