@@ -37,12 +37,12 @@ RUN swift build -c release --static-swift-stdlib --product firegate \
 # ─────────────────────────── run ───────────────────────────
 FROM debian:bookworm-slim
 
-# Runtime needs of a --static-swift-stdlib binary: glibc, libstdc++ and libgcc_s (already in
-# the base image, listed to be explicit), the system SQLite that GRDB links, and curl for the
+# Runtime needs of a --static-swift-stdlib binary: glibc, libstdc++, libgcc_s and zlib (already
+# in the base image, listed to be explicit), the system SQLite that GRDB links, and curl for the
 # health check. Versions are not pinned: they follow bookworm's security updates.
 # hadolint ignore=DL3008
 RUN apt-get update \
-    && apt-get install -y --no-install-recommends libsqlite3-0 libstdc++6 libgcc-s1 curl \
+    && apt-get install -y --no-install-recommends libsqlite3-0 zlib1g libstdc++6 libgcc-s1 curl \
     && rm -rf /var/lib/apt/lists/* \
     && groupadd --system --gid 10001 firegate \
     && useradd --system --uid 10001 --gid firegate --home-dir /app --shell /usr/sbin/nologin firegate \
