@@ -28,14 +28,15 @@ struct IndexEntries: Sendable {
         nameDescending = directional.last?.kind == .descending
     }
 
-    var entryCount: Int { byPath.values.reduce(0) { $0 + $1.count } }
+    private(set) var entryCount = 0
 
     /// Re-indexes one document (nil: it is gone from the cache).
     mutating func update(_ path: ResourcePath, _ document: Document?, database: DatabaseID) {
         let entries = document.map { entriesFor($0, database: database) } ?? []
-        let had = byPath[path] != nil
+        let had = byPath[path]?.count ?? 0
         if entries.isEmpty { byPath[path] = nil } else { byPath[path] = entries }
-        if had || !entries.isEmpty { touched.insert(path) }
+        entryCount += entries.count - had
+        if had > 0 || !entries.isEmpty { touched.insert(path) }
     }
 
     func entriesFor(_ document: Document, database: DatabaseID) -> [Entry] {
