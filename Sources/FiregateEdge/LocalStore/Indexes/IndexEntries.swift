@@ -6,8 +6,8 @@ import FiregateModel
 /// rather than by its byte encoding).
 ///
 /// A document lacking a directional field has no entry; with a CONTAINS segment it has one
-/// entry per distinct element of that array field. Changes are collected and merged into the
-/// sorted list at the next lookup, so a burst of writes costs one merge, not one per write.
+/// entry per distinct element of that array field. Changes are collected and applied to the
+/// sorted list at the next lookup: a few in place (binary search), a burst in one merge.
 struct IndexEntries: Sendable {
     struct Entry: Sendable {
         var element: Value?
@@ -21,6 +21,10 @@ struct IndexEntries: Sendable {
     private var byPath: [ResourcePath: [Entry]] = [:]
     private(set) var sorted: [Entry] = []
     private var touched: Set<ResourcePath> = []
+    /// Entries leaving the sorted list at the next compaction (the old entries of touched paths).
+    private var leaving: [Entry] = []
+    /// Up to this many changes are applied in place; more are merged.
+    static let inPlaceLimit = 64
 
     init(index: FieldIndex) {
         self.index = index
@@ -34,6 +38,8 @@ struct IndexEntries: Sendable {
     mutating func update(_ path: ResourcePath, _ document: Document?, database: DatabaseID) {
         let entries = document.map { entriesFor($0, database: database) } ?? []
         let had = byPath[path]?.count ?? 0
+        // The sorted list still holds the entries of the last compaction, not of later updates.
+        if !touched.contains(path) { leaving += byPath[path] ?? [] }
         if entries.isEmpty { byPath[path] = nil } else { byPath[path] = entries }
         entryCount += entries.count - had
         if had > 0 || !entries.isEmpty { touched.insert(path) }
@@ -57,6 +63,18 @@ struct IndexEntries: Sendable {
         guard !touched.isEmpty else { return }
         var fresh: [Entry] = []
         for path in touched { fresh += byPath[path] ?? [] }
+        defer {
+            touched.removeAll()
+            leaving.removeAll()
+        }
+        if leaving.count + fresh.count <= IndexEntries.inPlaceLimit {
+            for entry in leaving {
+                let i = sorted.partitionIndex { compare($0, entry) < 0 }
+                if i < sorted.count, sorted[i].path == entry.path, compare(sorted[i], entry) == 0 { sorted.remove(at: i) }
+            }
+            for entry in fresh { sorted.insert(entry, at: sorted.partitionIndex { compare($0, entry) < 0 }) }
+            return
+        }
         fresh.sort { compare($0, $1) < 0 }
         let kept = sorted.filter { !touched.contains($0.path) }
         var merged: [Entry] = []
@@ -72,7 +90,6 @@ struct IndexEntries: Sendable {
             }
         }
         sorted = merged
-        touched.removeAll()
     }
 
     /// Index order of two entries.
