@@ -2,16 +2,20 @@
 # Documents-backend benchmarks (DESIGN.md §3), all on 127.0.0.1, each phase bounded in time:
 #
 #   (a) document GET over keep-alive HTTP with wrk, against a release firegate, as a ratio to nginx
-#       serving the very same document JSON as a static file in the same run.   target ≥ 0.5×
+#       serving the very same document JSON as a static file in the same run.   target ≥ 0.9×
+#       The same for a tree location (GET /bench/item.json?ns=bench), nginx serving its JSON.
+#                                                                                 target ≥ 0.75×
 #   (b) durable single-document commits over HTTP: many concurrent wrk connections, each request a
 #       one-write :commit creating a new document (firegate on a data dir: fsync'd, group commit),
 #       against a plain SQLite loop doing one fsync'd transaction per row (WAL, synchronous=FULL)
-#       on the same disk.                                  targets ≥ 5 000 commits/s and ≥ 2×
+#       on the same disk.                                  targets ≥ 15 000 commits/s and ≥ 2×
 #
 # Usage: bench/documents.sh            (FIREGATE_BIN defaults to .build/release/firegate)
 # Knobs: BENCH_SECONDS (10, measured part of each phase; a 2 s warm-up comes first),
 #        BENCH_THREADS (2), BENCH_CONNECTIONS (64), BENCH_PAYLOAD (200 bytes per committed doc),
 #        BENCH_KEEP=1 keeps the run folder (bench/out/run.*).
+#        BENCH_JSON=1 (bench/run) also prints one `@bench {json}` line per figure: doc_get and tree_get
+#        (firegate req/s, ref = nginx req/s), commit (commits/s, ref = SQLite rows/s).
 # Exit status: 0 when every target is met, 1 when one is missed, 2 when the run itself failed.
 # Installs wrk and nginx with apt-get when they are missing. Starts firegate and nginx itself and
 # stops them (and only them) on exit. Never builds firegate and refuses a debug build.
@@ -146,6 +150,17 @@ curl -fsS "$DOCS/users/alice" -o "$RUN/www/alice.json"
 chmod 644 "$RUN/www/alice.json"
 DOC_BYTES="$(wc -c <"$RUN/www/alice.json")"
 
+# A tree location of the same server (the tree backend), read back as the exact JSON firegate serves.
+TREE="$BASE/bench/item.json?ns=bench"
+curl -fsS -X PUT "$TREE" -H 'Content-Type: application/json' --data-binary @- >/dev/null <<'EOF'
+{"name":"Alice Example","email":"alice@example.com","age":34,"score":1234.5,"active":true,
+ "joined":"2024-03-01T12:00:00.123456Z","tags":["admin","beta","eu"],
+ "address":{"city":"Lyon","zip":"69001","geo":{"latitude":45.76,"longitude":4.83}}}
+EOF
+curl -fsS "$TREE" -o "$RUN/www/tree.json"
+chmod 644 "$RUN/www/tree.json"
+TREE_BYTES="$(wc -c <"$RUN/www/tree.json")"
+
 # ---------------------------------------------------------------------------------------------
 # (a) GET: firegate vs nginx
 NGINX_PORT="$(free_port)"
@@ -180,6 +195,8 @@ NGINX_PID=$!
 wait_http "http://127.0.0.1:$NGINX_PORT/alice.json" "$NGINX_PID" || die "nginx did not start: $(cat "$RUN/nginx.out" "$RUN/nginx-error.log" 2>/dev/null)"
 cmp -s "$RUN/www/alice.json" <(curl -fsS "http://127.0.0.1:$NGINX_PORT/alice.json") || die "nginx serves other bytes"
 cmp -s "$RUN/www/alice.json" <(curl -fsS "$DOCS/users/alice") || die "firegate GET is not stable"
+cmp -s "$RUN/www/tree.json" <(curl -fsS "http://127.0.0.1:$NGINX_PORT/tree.json") || die "nginx serves other bytes (tree)"
+cmp -s "$RUN/www/tree.json" <(curl -fsS "$TREE") || die "firegate tree GET is not stable"
 
 echo
 echo "== (a) document GET, keep-alive, same ${DOC_BYTES}-byte JSON"
@@ -187,6 +204,13 @@ run_wrk "firegate GET $DOCS/users/alice" "$RUN/wrk-get-firegate.txt" "$DOCS/user
 read -r FG_GET FG_GET_BAD FG_GET_ERR <<<"$(wrk_numbers "$RUN/wrk-get-firegate.txt")"
 run_wrk "nginx static file" "$RUN/wrk-get-nginx.txt" "http://127.0.0.1:$NGINX_PORT/alice.json"
 read -r NG_GET NG_GET_BAD NG_GET_ERR <<<"$(wrk_numbers "$RUN/wrk-get-nginx.txt")"
+
+echo
+echo "== (a') tree GET, keep-alive, same ${TREE_BYTES}-byte JSON"
+run_wrk "firegate GET $TREE" "$RUN/wrk-tree-firegate.txt" "$TREE"
+read -r FG_TREE FG_TREE_BAD FG_TREE_ERR <<<"$(wrk_numbers "$RUN/wrk-tree-firegate.txt")"
+run_wrk "nginx static file" "$RUN/wrk-tree-nginx.txt" "http://127.0.0.1:$NGINX_PORT/tree.json"
+read -r NG_TREE NG_TREE_BAD NG_TREE_ERR <<<"$(wrk_numbers "$RUN/wrk-tree-nginx.txt")"
 stop_pid "$NGINX_PID"; NGINX_PID=""
 
 # ---------------------------------------------------------------------------------------------
@@ -212,17 +236,31 @@ SQLITE_RATE="$(awk '/^rows_per_sec/ {print $2}' "$RUN/sqlite.txt")"
 echo
 set +e
 python3 - "$FG_GET" "$NG_GET" "$FG_COMMIT" "$SQLITE_RATE" "$FG_GET_BAD" "$FG_GET_ERR" "$FG_COMMIT_BAD" \
-    "$FG_COMMIT_ERR" "$NG_GET_BAD" "$NG_GET_ERR" <<'EOF' | tee "$REPO/bench/out/documents-last.txt"
-import sys
+    "$FG_COMMIT_ERR" "$NG_GET_BAD" "$NG_GET_ERR" "$FG_TREE" "$NG_TREE" "$FG_TREE_BAD" "$FG_TREE_ERR" \
+    "$NG_TREE_BAD" "$NG_TREE_ERR" <<'EOF' | tee "$REPO/bench/out/documents-last.txt"
+import json, os, sys
 fg_get, ng_get, fg_commit, sqlite = (float(x) for x in sys.argv[1:5])
 bad = [int(x) for x in sys.argv[5:11]]
+fg_tree, ng_tree = float(sys.argv[11]), float(sys.argv[12])
+tree_bad = [int(x) for x in sys.argv[13:17]]
 get_ratio = fg_get / ng_get if ng_get else 0.0
+tree_ratio = fg_tree / ng_tree if ng_tree else 0.0
 commit_ratio = fg_commit / sqlite if sqlite else 0.0
+if os.environ.get("BENCH_JSON") == "1":
+    def emit(figure, value, unit, ref, ok):
+        if ok:   # a phase with non-2xx answers gives no figure: the run failed
+            print("@bench " + json.dumps({"figure": figure, "value": value, "unit": unit, "ref": ref}))
+    emit("doc_get", fg_get, "req/s", ng_get, not (bad[0] or bad[4]))
+    emit("tree_get", fg_tree, "req/s", ng_tree, not (tree_bad[0] or tree_bad[2]))
+    emit("commit", fg_commit, "commits/s", sqlite, not bad[2])
 rows = [
     ("GET firegate", f"{fg_get:,.0f} req/s", ""),
     ("GET nginx (static file)", f"{ng_get:,.0f} req/s", ""),
-    ("GET ratio firegate/nginx", f"{get_ratio:.2f}x", "target >= 0.50x", get_ratio >= 0.5),
-    ("commits firegate", f"{fg_commit:,.0f} commits/s", "target >= 5,000/s", fg_commit >= 5000),
+    ("GET ratio firegate/nginx", f"{get_ratio:.2f}x", "target >= 0.90x", get_ratio >= 0.9),
+    ("tree GET firegate", f"{fg_tree:,.0f} req/s", ""),
+    ("tree GET nginx (static file)", f"{ng_tree:,.0f} req/s", ""),
+    ("tree GET ratio firegate/nginx", f"{tree_ratio:.2f}x", "target >= 0.75x", tree_ratio >= 0.75),
+    ("commits firegate", f"{fg_commit:,.0f} commits/s", "target >= 15,000/s", fg_commit >= 15000),
     ("SQLite fsync loop", f"{sqlite:,.0f} rows/s", ""),
     ("commit ratio firegate/SQLite", f"{commit_ratio:.2f}x", "target >= 2.00x", commit_ratio >= 2.0),
 ]
@@ -238,6 +276,9 @@ if any(bad):
     print(f"  errors: GET non-2xx {bad[0]} socket {bad[1]}; commit non-2xx {bad[2]} socket {bad[3]};"
           f" nginx non-2xx {bad[4]} socket {bad[5]}")
     ok = False if (bad[0] or bad[2] or bad[4]) else ok
+if any(tree_bad):
+    print(f"  errors: tree GET non-2xx {tree_bad[0]} socket {tree_bad[1]}; nginx non-2xx {tree_bad[2]} socket {tree_bad[3]}")
+    ok = False if (tree_bad[0] or tree_bad[2]) else ok
 print("all targets met" if ok else "TARGETS MISSED")
 sys.exit(0 if ok else 1)
 EOF

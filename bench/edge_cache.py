@@ -39,7 +39,10 @@ is idle (the cache is written to SQLite in the background) before each measureme
     written to SQLite in the background; that CPU time is printed too). Runs after (3) so (3) sees
     the full cache.
 
-Usage: python3 bench/edge_cache.py [--docs 100000] [--runs 30] [--writes 200]
+Usage: python3 bench/edge_cache.py [--docs 100000] [--runs 30] [--writes 200] [--rounds 1] [--gc-passes 1]
+--rounds N repeats (1) N times, alternating (index dropped, scan, index rebuilt, indexed query);
+--gc-passes N runs N passes in (2), the later ones on the smaller cache the earlier left (timed only).
+With BENCH_JSON=1 (bench/run) it also prints one `@bench {json}` line per figure and round.
 (FIREGATE_BIN or --bin picks the binary, default .build/release/firegate; a debug build is refused
 unless --allow-debug.) The whole run is bounded by --max-seconds (default 290).
 Exit status: 0 when every target is met, 1 when one is short, 2 when the run failed — an HTTP
@@ -53,7 +56,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from fgbench import (REPO, BenchError, HttpConn, Server, check_binary, doc_name, docs_root, log,  # noqa: E402
+from fgbench import (REPO, BenchError, HttpConn, Server, check_binary, doc_name, docs_root, emit, log,  # noqa: E402
                      percentile, raise_nofile)
 
 PROJECT = "bench-cache"
@@ -328,6 +331,20 @@ async def run(args, checks: Checks) -> list:
         index, index_first, index_reads, index_key = await offline_queries(conn, "big", args.runs, "index", want, checks)
         log(f"    index: first {ms(index_first)}, median {ms(percentile(index, 50))}, p90 {ms(percentile(index, 90))}, "
             f"Firegate-Documents-Read {sorted(index_reads, key=str)}")
+        emit("offline_query_index", round(percentile(index, 50) / 1e6, 3), "ms",
+             ref=round(percentile(scan, 50) / 1e6, 3), runs=args.runs, docs=docs)
+        for rnd in range(2, args.rounds + 1):
+            # another round, alternating: drop the index, scan, rebuild it, use it
+            await call(conn, "DELETE", "/clients/big/indexes")
+            await wait_idle(server)
+            s2, _, _, _ = await offline_queries(conn, "big", args.runs, "scan", want, checks)
+            await call(conn, "PUT", "/clients/big/indexes", INDEX_CONFIG)
+            await wait_idle(server)
+            i2, _, _, _ = await offline_queries(conn, "big", args.runs, "index", want, checks)
+            log(f"    round {rnd} (index dropped and rebuilt): scan median {ms(percentile(s2, 50))}, "
+                f"index median {ms(percentile(i2, 50))}, ratio {percentile(s2, 50) / percentile(i2, 50):.1f}x")
+            emit("offline_query_index", round(percentile(i2, 50) / 1e6, 3), "ms",
+                 ref=round(percentile(s2, 50) / 1e6, 3), runs=args.runs, docs=docs)
         same = scan_key is not None and index_key is not None and scan_key[1] == index_key[1]
         checks.expect(same, "the index's answer differs from the scan's")
         log(f"    answers identical (documents, fields, times): {same}; {len(want)} documents, "
@@ -395,6 +412,8 @@ async def run(args, checks: Checks) -> list:
             raise BenchError(f"collectGarbage -> {status}: {data[:300]!r}")
         gc = json.loads(data)
         log(f"    {ms(gc_ns)} (server CPU {gc_cpu * 1e3:.0f} ms): {json.dumps(gc)}")
+        emit("gc_pass", round(gc_ns / 1e6, 1), "ms", bytes_before=gc.get("bytesBefore"),
+             removed=gc.get("documentsRemoved"), pass_no=1)
         _, after = await call(conn, "GET", "/clients/big")
         removed = gc.get("documentsRemoved", 0)
         page = -(-docs // PAGES)
@@ -436,6 +455,18 @@ async def run(args, checks: Checks) -> list:
         bb, ba = gc.get("bytesBefore", 0), gc.get("bytesAfter", 0)
         rows.append(("    bytes after", f"{ba / 2**20:.1f} MiB", f"before {bb / 2**20:.1f} MiB",
                      f"{ba / max(1, bb) * 100:.1f} %", "", None))
+        for n in range(2, args.gc_passes + 1):
+            # further passes (bench/run's rounds): the same request on what the previous ones left
+            await wait_idle(server)
+            g_ns, status, _, data = await timed(conn, "POST", "/clients/big:collectGarbage",
+                                                {"thresholdBytes": 1, "percentile": 10})
+            if status != 200:
+                raise BenchError(f"collectGarbage -> {status}: {data[:300]!r}")
+            g = json.loads(data)
+            checks.expect(g.get("didRun") is True and g.get("documentsRemoved", 0) > 0, f"pass {n}: {g}")
+            log(f"    pass {n}: {ms(g_ns)}: {json.dumps(g)}")
+            emit("gc_pass", round(g_ns / 1e6, 1), "ms", bytes_before=g.get("bytesBefore"),
+                 removed=g.get("documentsRemoved"), pass_no=n)
         log(f"    server RSS at the end {server.rss_kib() / 1024:.0f} MiB")
         return rows
     finally:
@@ -478,6 +509,10 @@ def parse_args(argv=None):
     ap.add_argument("--docs", type=int, default=100000, help="cached documents (default 100000)")
     ap.add_argument("--runs", type=int, default=30, help="measured offline queries each way (default 30)")
     ap.add_argument("--writes", type=int, default=200, help="measured offline writes per client (default 200)")
+    ap.add_argument("--rounds", type=int, default=1,
+                    help="rounds of (1): each further one drops the index, scans, rebuilds it, queries (default 1)")
+    ap.add_argument("--gc-passes", type=int, default=1,
+                    help="LRU passes in (2): the further ones run on what the previous left (default 1)")
     ap.add_argument("--max-seconds", type=float, default=290, help="bound on the whole run (default 290)")
     ap.add_argument("--keep", action="store_true", help="keep the run folder under bench/out")
     a = ap.parse_args(argv)

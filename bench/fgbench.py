@@ -40,6 +40,13 @@ def log(msg: str = ""):
     print(msg, flush=True)
 
 
+def emit(figure: str, value, unit: str, **extra):
+    """With BENCH_JSON=1 in the environment (bench/run sets it), prints one machine-readable line
+    per figure: `@bench {"figure": …, "value": …, "unit": …, …}`. Otherwise does nothing."""
+    if os.environ.get("BENCH_JSON") == "1":
+        print("@bench " + json.dumps({"figure": figure, "value": value, "unit": unit, **extra}), flush=True)
+
+
 # ---------------------------------------------------------------------------------------------
 # the binary and the server process
 # ---------------------------------------------------------------------------------------------

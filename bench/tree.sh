@@ -4,6 +4,9 @@
 #
 # Usage: bench/tree.sh            (builds the release binary if missing)
 #        FIREGATE_BIN=path DURATION=10s CONNECTIONS=32 STREAMS=1000 WRITES=30 IDLE_STREAMS=10000 bench/tree.sh
+#        TREE_PHASES=get,put,fanout,idle (default: all) picks the phases; PORT (default: a free one).
+# Tree GET against nginx serving the same JSON is in bench/documents.sh (its reference lives there).
+# With BENCH_JSON=1 (bench/run) the fan-out prints `@bench {json}` lines (see tree_fanout.py).
 # Loopback only; every step is bounded in time. Needs wrk (apt-get install -y wrk) and python3.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -14,7 +17,8 @@ CONNECTIONS=${CONNECTIONS:-32}
 THREADS=${THREADS:-2}
 STREAMS=${STREAMS:-1000}
 WRITES=${WRITES:-30}
-PORT=${PORT:-18181}
+PORT=${PORT:-$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')}
+PHASES=",${TREE_PHASES:-get,put,fanout,idle},"
 URL="http://127.0.0.1:$PORT"
 
 if [ ! -x "$BIN" ]; then
@@ -36,8 +40,10 @@ curl -sf -X PUT "$URL/bench/item.json?ns=bench" \
   -d '{"name":"Ada Lovelace","born":1815,"tags":["math","engines"],"address":{"city":"London","zip":"W1"}}' >/dev/null
 curl -sf "$URL/bench/item.json?ns=bench"; echo
 
+if [[ $PHASES == *,get,* ]]; then
 echo "== GET /bench/item.json (from memory), $CONNECTIONS connections, $DURATION"
 wrk -t"$THREADS" -c"$CONNECTIONS" -d"$DURATION" --latency "$URL/bench/item.json?ns=bench" | tee "$OUT/tree-get.txt"
+fi
 
 cat > "$OUT/put.lua" <<'LUA'
 wrk.method = "PUT"
@@ -49,12 +55,18 @@ request = function()
   return wrk.format(nil, "/bench/put/" .. (counter % 1000) .. ".json?ns=bench&print=silent")
 end
 LUA
+if [[ $PHASES == *,put,* ]]; then
 echo "== PUT /bench/put/{0..999}.json (durable: fsync'd group commit), $CONNECTIONS connections, $DURATION"
 wrk -t"$THREADS" -c"$CONNECTIONS" -d"$DURATION" --latency -s "$OUT/put.lua" "$URL" | tee "$OUT/tree-put.txt"
+fi
 
+if [[ $PHASES == *,fanout,* ]]; then
 echo "== stream fan-out: $STREAMS streams on one location, $WRITES writes"
 timeout 180 python3 bench/tree_fanout.py --url "$URL" --streams "$STREAMS" --writes "$WRITES" | tee "$OUT/tree-fanout.txt"
+fi
 
+if [[ $PHASES == *,idle,* ]]; then
 IDLE=${IDLE_STREAMS:-10000}
 echo "== $IDLE idle streams (memory)"
 timeout 180 python3 bench/tree_idle_streams.py --url "$URL" --pid "$PID" --streams "$IDLE" | tee "$OUT/tree-idle.txt"
+fi

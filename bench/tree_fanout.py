@@ -6,10 +6,12 @@ first `put`, then makes W writes (default 30) to that location one after another
 write it records, per stream, the time from sending the PUT to that stream receiving the
 event, and reports p50/p99 of those latencies and of the time to the *last* stream.
 
-Loopback only, bounded in count and time; exits by itself.
+Loopback only, bounded in count and time; exits by itself. With BENCH_JSON=1 (bench/run) it also
+prints `@bench {json}` lines: fanout_tree_p50, fanout_tree_p99 (every stream, ms).
 """
 import argparse
 import json
+import os
 import selectors
 import socket
 import statistics
@@ -94,6 +96,10 @@ def main():
 
     print(f"writes: {args.writes}, events delivered: {len(all_latencies)}")
     print(f"PUT -> event, every stream:  p50 {percentile(all_latencies, 50):.1f} ms  p99 {percentile(all_latencies, 99):.1f} ms")
+    if os.environ.get("BENCH_JSON") == "1":
+        for name, p in (("fanout_tree_p50", 50), ("fanout_tree_p99", 99)):
+            print("@bench " + json.dumps({"figure": name, "value": round(percentile(all_latencies, p), 3), "unit": "ms",
+                                          "listeners": args.streams, "writes": args.writes}), flush=True)
     print(f"PUT -> last of {args.streams} streams: p50 {percentile(last_latencies, 50):.1f} ms  p99 {percentile(last_latencies, 99):.1f} ms  max {max(last_latencies):.1f} ms")
     for key in list(selector.get_map().values()):
         key.fileobj.close()
