@@ -62,19 +62,23 @@ extension EdgeClient {
 
     /// The configuration in the Firebase CLI's format, with what the client does with it.
     public func indexesJSON() -> JSON {
-        let indexes = remote.indexes
-        return [
-            "indexes": .array(indexes.indexes.map { $0.json.withMember("autoCreated", .bool(indexes.autoCreated.contains($0))) }),
+        [
+            "indexes": indexDefinitions,
             "autoCreation": .bool(indexAutoCreation),
             "used": .bool(usesIndexes),
-            "entries": .int(Int64(indexes.entryCount)),
+            "entries": .int(Int64(remote.indexes.entryCount)),
         ]
+    }
+
+    /// The definitions as saved and archived: each index with whether it was auto-created.
+    var indexDefinitions: JSON {
+        let indexes = remote.indexes
+        return .array(indexes.indexes.map { $0.json.withMember("autoCreated", .bool(indexes.autoCreated.contains($0))) })
     }
 
     func persistIndexes() {
         guard settings.persistence == .persistent else { return }
-        let indexes = remote.indexes
-        storage?.saveIndexes(.array(indexes.indexes.map { $0.json.withMember("autoCreated", .bool(indexes.autoCreated.contains($0))) }))
+        storage?.saveIndexes(indexDefinitions)
     }
 
     /// Rebuilds saved index definitions over a restored cache: entries are always built anew

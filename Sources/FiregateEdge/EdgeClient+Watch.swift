@@ -15,8 +15,11 @@ extension EdgeClient {
     func stopWatch() {
         watch?.close()
         watch = nil
-        // Without the feed, match sets fall behind: the next server result starts them anew.
-        for listenerID in listeners.keys { listeners[listenerID]?.matches = nil }
+        // Without the feed, server results fall behind: the next one starts them anew.
+        for listenerID in listeners.keys {
+            listeners[listenerID]?.serverSequence = nil
+            listeners[listenerID]?.matches = nil
+        }
         resumeCatchUpWaiters(all: true)
     }
 
@@ -54,9 +57,9 @@ extension EdgeClient {
             }
             // Targets with a server result follow the commit's changes, not a new query run.
             if !gates.holdWatch {
-                let incremental = touched.filter { listeners[$0]?.matches != nil }
+                let incremental = touched.filter { listeners[$0]?.serverSequence != nil }
                 if !incremental.isEmpty { applyChanges(record, to: incremental) }
-                touched.removeAll { listeners[$0]?.matches != nil }
+                touched.removeAll { listeners[$0]?.serverSequence != nil }
             }
         case .overflow:
             watchSequence = max(watchSequence, database.feed.lastPublished)
@@ -92,7 +95,7 @@ extension EdgeClient {
     /// updated once — the cost follows the change, not the size of the results.
     func applyChanges(_ record: CommitRecord, to ids: [Int]) {
         // A target refreshed after this commit already holds it.
-        let behind = ids.filter { listeners[$0].map { record.sequence > $0.matchesSequence } ?? false }
+        let behind = ids.filter { listeners[$0].map { record.sequence > ($0.serverSequence ?? .max) } ?? false }
         guard !behind.isEmpty else { return }
         targetCache.beginOperation()
         for change in record.changes where behind.contains(where: { id in
@@ -101,11 +104,23 @@ extension EdgeClient {
             acceptFromWatch(change.path, change.after, deletedAt: record.commitTime)
         }
         for listenerID in behind {
-            guard var entry = listeners[listenerID], var matches = entry.matches else { continue }
-            for change in record.changes { matches.apply(path: change.path, before: change.before, after: change.after) }
-            let seen = Set(matches.window.map(\.path))
-            entry.matches = matches
-            entry.matchesSequence = record.sequence
+            guard var entry = listeners[listenerID] else { continue }
+            var seen = entry.serverPaths
+            if var matches = entry.matches {
+                for change in record.changes { matches.apply(path: change.path, before: change.before, after: change.after) }
+                seen = Set(matches.window.map(\.path))
+                entry.matches = matches
+            } else {
+                let database = settings.databaseID
+                for change in record.changes where entry.query.containsPath(change.path) {
+                    if let after = change.after, entry.query.matches(after, database: database), entry.query.withinBounds(after, database: database) {
+                        seen.insert(change.path)
+                    } else {
+                        seen.remove(change.path)
+                    }
+                }
+            }
+            entry.serverSequence = record.sequence
             entry.serverPaths = seen
             entry.current = true
             listeners[listenerID] = entry
@@ -139,8 +154,8 @@ extension EdgeClient {
             }
             entry.serverPaths = seen
             entry.current = true
-            entry.matches = matches
-            entry.matchesSequence = sequence
+            entry.serverSequence = sequence
+            entry.matches = entry.query.limit != nil || entry.query.offset > 0 ? matches : nil
             listeners[listenerID] = entry
             for path in targetCache.applyServerResult(entry.queryID, documents: seen) where remote[path] != nil {
                 persistSequence(path)

@@ -166,7 +166,8 @@ public actor EdgeClient {
 
     /// The client as an export archive holds it.
     public func archive() -> JSON {
-        ClientArchive.encode(id: id, settings: settings, network: network, remote: remote, queue: queue, targets: targetCache)
+        ClientArchive.encode(id: id, settings: settings, network: network, remote: remote, queue: queue, targets: targetCache,
+                             indexes: indexDefinitions)
     }
 
     /// What `/metrics` adds up over clients.

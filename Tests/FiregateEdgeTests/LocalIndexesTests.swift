@@ -23,6 +23,8 @@ final class LocalIndexesTests: XCTestCase {
         XCTAssertTrue(message(["indexes": [["collectionGroup": "c", "fields": [["fieldPath": "a", "order": "UP"]]]]])?.contains("indexes[0].fields[0].order") ?? false)
         XCTAssertTrue(message(["indexes": [["collectionGroup": "c", "fields": [["fieldPath": "a", "arrayConfig": "ANY"]]]]])?.contains("arrayConfig") ?? false)
         XCTAssertTrue(message(["indexes": [], "fieldOverrides": "x"])?.contains("fieldOverrides") ?? false)
+        XCTAssertEqual(try? IndexConfiguration.parse(["indexes": [["collectionGroup": "c", "fields": [["fieldPath": "a", "order": nil, "arrayConfig": "CONTAINS"]]]]]),
+                       [FieldIndex(collectionGroup: "c", segments: [.init(field: field("a"), kind: .contains)])], "null counts as absent")
         let parsed = try? IndexConfiguration.parse(["indexes": [["collectionGroup": "c", "queryScope": "COLLECTION_GROUP", "fields": [
             ["fieldPath": "tags", "arrayConfig": "CONTAINS"], ["fieldPath": "a.b", "order": "DESCENDING"], ["fieldPath": "v", "vectorConfig": ["dimension": 3]],
         ]]], "fieldOverrides": []])

@@ -161,6 +161,7 @@ final class OperationsTests: XCTestCase {
             _ = try await client.send(.put, "/a.json?ns=archive", #"{"b":{".value":1,".priority":2},"c":[1,2]}"#)
             _ = try await client.send(.put, "/clients/arch", #"{"persistence":"memory"}"#)
             _ = try await client.send(.post, "/clients/arch:disableNetwork")
+            _ = try await client.send(.put, "/clients/arch/indexes", #"{"indexes":[{"collectionGroup":"q","fields":[{"fieldPath":"x","order":"ASCENDING"}]}]}"#)
             _ = try await client.send(.patch, "/clients/arch/v1/projects/p/databases/(default)/documents/q/1", #"{"fields":{"x":{"integerValue":"5"}}}"#)
             let before = try await client.send(.get, "\(base)/c/d").text
 
@@ -184,6 +185,8 @@ final class OperationsTests: XCTestCase {
             let cached = try await client.send(.get, "/clients/arch/v1/projects/p/databases/(default)/documents/q/1")
             XCTAssertEqual(cached.json?["fields"]?["x"], ["integerValue": "5"])
             XCTAssertEqual(cached.headers[HTTPField.Name("Firegate-Has-Pending-Writes")!], "true")
+            let indexes = try await client.send(.get, "/clients/arch/indexes")
+            XCTAssertEqual(indexes.json?["indexes"]?.arrayValue?.first?["collectionGroup"], "q", "index definitions travel with the client")
 
             let secondExport = try await client.send(.post, "/emulator/v1/export", #"{"clients":true}"#).json?.objectValue
             var again = try XCTUnwrap(secondExport)

@@ -5,8 +5,8 @@ import FiregateStore
 ///
 /// `{"id", "settings", "network", "documents": [{"path", "exists", "committed", "fields",
 /// "createTime", "updateTime", "sequenceNumber"}], "mutations": [{"id", "localWriteTime",
-/// "writes": [Write…]}], "targets": [{"query", "sequenceNumber", "synced", "documents"}]}` —
-/// the same content a persistent client keeps in SQLite.
+/// "writes": [Write…]}], "targets": [{"query", "sequenceNumber", "synced", "documents"}],
+/// "indexes": [index definition…]}` — the same content a persistent client keeps in SQLite.
 public struct ClientArchive: Sendable {
     public let id: String
     let settings: ClientSettings
@@ -14,7 +14,7 @@ public struct ClientArchive: Sendable {
     let snapshot: EdgeCacheStorage.Snapshot
 
     static func encode(id: String, settings: ClientSettings, network: NetworkConditions, remote: RemoteDocumentCache,
-                       queue: MutationQueue, targets: TargetCache) -> JSON {
+                       queue: MutationQueue, targets: TargetCache, indexes: JSON) -> JSON {
         let documents = remote.entries.sorted { ResourcePath.compare($0.key, $1.key) < 0 }.map { path, entry -> JSON in
             switch entry {
             case .found(let document, let committed):
@@ -32,7 +32,7 @@ public struct ClientArchive: Sendable {
              "writes": .array(batch.writes.map { $0.json(database: settings.databaseID) })]
         }
         return [
-            "id": .string(id), "settings": settings.json, "network": network.json,
+            "id": .string(id), "settings": settings.json, "network": network.json, "indexes": indexes,
             "documents": .array(documents), "mutations": .array(mutations),
             "targets": .array(targets.targets.sorted { $0.key < $1.key }.map { query, target in
                 ["query": .string(query), "sequenceNumber": .int(target.sequenceNumber), "synced": .bool(target.synced),
@@ -83,6 +83,15 @@ public struct ClientArchive: Sendable {
             snapshot.targets.append(EdgeCacheStorage.StoredTarget(
                 query: query, sequenceNumber: item["sequenceNumber"]?.integerLike ?? 0, synced: item["synced"]?.boolValue ?? true,
                 documents: documents.compactMap(\.stringValue).map { ResourcePath($0.split(separator: "/").map(String.init)) }))
+        }
+        if let indexes = json["indexes"], indexes != .null {
+            guard let items = indexes.arrayValue else { throw .invalidArgument("\(field).indexes must be an array.") }
+            do {
+                _ = try IndexConfiguration.parse(["indexes": .array(items)])
+            } catch {
+                throw .invalidArgument("\(field).\(error.message)")
+            }
+            snapshot.indexes = indexes
         }
         self.snapshot = snapshot
     }

@@ -36,10 +36,12 @@ struct ListenerEntry {
     var serverPaths: Set<ResourcePath> = []
     /// Whether the target has received its server result since the last (re)connect.
     var current = false
-    /// The server's match set for the query as of feed sequence `matchesSequence`, kept up to
-    /// date commit by commit (nil until the first server result).
+    /// The feed sequence the server result reflects; later commits are applied to it one by one
+    /// (nil until the first server result, and again while the watch is down).
+    var serverSequence: Int64?
+    /// For a windowed query (limit or offset): the server's whole match set, so a document
+    /// leaving the window lets the next one in. Unwindowed queries need only `serverPaths`.
     var matches: QueryMatches?
-    var matchesSequence: Int64 = 0
     let output: AsyncStream<EdgeEvent>.Continuation
 }
 

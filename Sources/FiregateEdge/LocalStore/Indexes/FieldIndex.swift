@@ -88,8 +88,9 @@ public enum IndexConfiguration {
             throw .invalidArgument("Invalid field path (\(text)) at \(at).fieldPath. Paths must not be empty, begin with '.', end with '.', or contain '..', '~', '*', '/', '[' or ']'.")
         }
         let path = FieldPath(segments)
-        let order = field["order"].flatMap { $0 == .null ? nil : $0 }
-        let array = field["arrayConfig"].flatMap { $0 == .null ? nil : $0 }
+        // `null` counts as absent.
+        let order = field["order"].flatMap { $0 == .null ? JSON?.none : $0 }
+        let array = field["arrayConfig"].flatMap { $0 == .null ? JSON?.none : $0 }
         switch (order, array) {
         case (nil, nil):
             return nil
