@@ -57,7 +57,7 @@ extension EdgeClient {
 
     /// Starts the pipeline unless it runs already or may not send (offline, gate, terminated).
     func pumpWrites() {
-        guard !sendingWrites, network.online, !gates.holdWrites, !terminated, !queue.isEmpty else { return }
+        guard !sendingWrites, network.online, !gates.holdWrites, !terminated, !writesPaused, !queue.isEmpty else { return }
         sendingWrites = true
         Task { await self.sendQueuedWrites() }
     }
@@ -65,7 +65,7 @@ extension EdgeClient {
     /// Sends batches oldest first, one at a time, while allowed.
     func sendQueuedWrites() async {
         defer { sendingWrites = false }
-        while network.online, !gates.holdWrites, !terminated, let batch = queue.first {
+        while network.online, !gates.holdWrites, !terminated, !writesPaused, let batch = queue.first {
             let sent = await send(batch)
             if !sent {
                 scheduleRetry()

@@ -30,6 +30,11 @@ public actor EdgeClient {
     var lastGC: JSON = .null
     /// The SDK's indexAutoCreationEnabled: in memory only, off at every start.
     var indexAutoCreation = false
+    /// The Realtime Database side of the client: its own actor, told about the network,
+    /// gates and lifecycle by this one.
+    public let tree: TreeSync
+    var auth: ClientAuth?
+    var heartbeat = HeartbeatMonitor()
 
     var listeners: [Int: ListenerEntry] = [:]
     var nextListenerID = 1
@@ -51,12 +56,15 @@ public actor EdgeClient {
     var ackWaiters: [Int64: [(id: Int, continuation: CheckedContinuation<WriteState, Never>)]] = [:]
 
     init(id: String, backend: Backend, settings: ClientSettings, storage: EdgeCacheStorage?, restoring snapshot: EdgeCacheStorage.Snapshot?,
-         gcScheduler: GarbageCollectionScheduler? = nil) {
+         gcScheduler: GarbageCollectionScheduler? = nil, treeSnapshot: TreeCacheStorage.Snapshot? = nil) {
         self.id = id
         self.backend = backend
         self.gcScheduler = gcScheduler
         self.settings = settings
         self.storage = storage
+        tree = TreeSync(clientID: id, backend: backend, storage: TreeCacheStorage(store: backend.store, clientID: id), namespace: settings.namespace,
+                        persistent: settings.persistence == .persistent, clockOffsetMs: settings.clockOffsetMs, restoring: treeSnapshot)
+        if settings.persistence == .persistent, let saved = treeSnapshot?.auth { auth = ClientAuth(json: saved) }
         if let snapshot {
             (remote, queue, writeStates, targetCache) = EdgeClient.restored(snapshot, database: settings.databaseID)
         }
@@ -122,13 +130,14 @@ public actor EdgeClient {
     // MARK: Control
 
     /// PUT /clients/{id}: applies settings, refused once the client has started.
-    public func configure(_ json: JSON) throws(FiregateError) {
+    public func configure(_ json: JSON) async throws(FiregateError) {
         let updated = try ClientSettings.parse(json, over: settings)
         guard updated != settings else { return }
         if started && !terminated {
             throw .clientState("Firestore has already been started and its settings can no longer be changed. You can only modify settings before calling any other methods on a Firestore object.")
         }
         settings = updated
+        await tree.configure(namespace: settings.namespace, persistent: settings.persistence == .persistent, clockOffsetMs: settings.clockOffsetMs)
         persistSettings()
         backend.operations.record(.client(client: id, action: "configured"))
     }
@@ -137,8 +146,10 @@ public actor EdgeClient {
         if settings.persistence == .persistent { storage?.saveSettings(settings.json) }
     }
 
-    public func state() -> JSON {
+    public func state() async -> JSON {
         [
+            "tree": await tree.state(),
+            "auth": authJSON,
             "id": .string(id),
             "settings": settings.json,
             "network": network.json,
@@ -176,25 +187,41 @@ public actor EdgeClient {
                      cache: cacheStatistics, pendingWrites: queue.count)
     }
 
-    public func disableNetwork() {
+    public func disableNetwork() async {
         guard network.online else { return }
         network.online = false
         goOffline()
+        await updateTreeLink()
     }
 
-    public func enableNetwork() {
+    public func enableNetwork() async {
         guard !network.online else { return }
         network.online = true
         goOnline()
+        await updateTreeLink()
     }
 
-    public func setNetwork(_ json: JSON) throws(FiregateError) {
+    public func setNetwork(_ json: JSON) async throws(FiregateError) {
         var conditions = network
         try conditions.update(json)
         let wasOnline = network.online
         network = conditions
         if wasOnline && !conditions.online { goOffline() }
         if !wasOnline && conditions.online { goOnline() }
+        await updateTreeLink()
+    }
+
+    /// Tells the tree side what the network switch, the gates and the auth token allow now.
+    func updateTreeLink() async {
+        await tree.setLink(TreeSync.Link(online: network.online && !heartbeat.dropped, holdWatch: gates.holdWatch, holdWrites: gates.holdWrites,
+                                         writesPaused: writesPaused))
+    }
+
+    /// The tree side for a data call: fails on a terminated client, and counts as activity.
+    public func treeAccess() async throws(FiregateError) -> TreeSync {
+        try beginDataCall()
+        await noteActivity()
+        return tree
     }
 
     public func networkJSON() -> JSON { network.json }
@@ -207,7 +234,7 @@ public actor EdgeClient {
     public var isOnline: Bool { network.online }
     public var hasPendingWrites: Bool { !queue.isEmpty }
 
-    public func setGates(_ json: JSON) throws(FiregateError) {
+    public func setGates(_ json: JSON) async throws(FiregateError) {
         guard case .object = json else { throw .invalidArgument("Gates must be a JSON object.") }
         if let hold = json["holdWatch"], hold != .null {
             guard let b = hold.boolValue else { throw .invalidArgument("holdWatch must be a boolean.") }
@@ -219,12 +246,14 @@ public actor EdgeClient {
         }
         if !gates.holdWatch { releaseWatch() }
         if !gates.holdWrites { pumpWrites() }
+        await updateTreeLink()
     }
 
     public func gatesJSON() -> JSON { gates.json }
 
     /// App restart: listeners end; a memory cache and its queued writes are lost.
-    public func restart() -> Int {
+    public func restart() async -> Int {
+        let treeLost = await tree.restart()
         endListeners(with: nil)
         stopWatch()
         gcScheduler?.cancel(self)
@@ -243,10 +272,11 @@ public actor EdgeClient {
         sendingWrites = false
         backend.operations.record(.client(client: id, action: "restarted"))
         pumpWrites()
-        return lost
+        return lost + treeLost
     }
 
-    public func terminate() {
+    public func terminate() async {
+        await tree.terminate()
         endListeners(with: nil)
         stopWatch()
         gcScheduler?.cancel(self)
@@ -254,10 +284,11 @@ public actor EdgeClient {
         backend.operations.record(.client(client: id, action: "terminated"))
     }
 
-    public func clearPersistence() throws(FiregateError) {
+    public func clearPersistence() async throws(FiregateError) {
         guard terminated else {
             throw .clientState("Persistence can only be cleared before a Firestore instance is initialized or after it is terminated.")
         }
+        await tree.clearPersistence()
         for batch in queue.batches { finish(batch.id, .rejected(FiregateError(.cancelled, "The write was cleared with the persistence."))) }
         queue.removeAll()
         remote.removeAll()
@@ -269,7 +300,9 @@ public actor EdgeClient {
 
     /// DELETE /clients/{id} (or a reset of the emulator, whose `reason` its listeners receive):
     /// the client is gone; so is what it persisted.
-    func shutdown(reason: FiregateError? = nil) {
+    func shutdown(reason: FiregateError? = nil) async {
+        await tree.shutdown(reason: reason)
+        heartbeat.stop()
         endListeners(with: reason)
         stopWatch()
         gcScheduler?.cancel(self)

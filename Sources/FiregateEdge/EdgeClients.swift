@@ -6,7 +6,7 @@ import Synchronization
 /// Every edge client of the server, by id. Any call naming an unknown client creates it with
 /// default settings; a persistent client's saved settings, cache and queue are loaded back.
 public final class EdgeClients: Sendable {
-    public static let migrations: [StoreMigration] = EdgeCacheStorage.migrations
+    public static let migrations: [StoreMigration] = EdgeCacheStorage.migrations + TreeCacheStorage.migrations
 
     let backend: Backend
     private let clients = Mutex<[String: EdgeClient]>([:])
@@ -27,13 +27,16 @@ public final class EdgeClients: Sendable {
             var settings = ClientSettings(project: backend.defaultProject)
             let snapshot = try? storage.load()
             if let snapshot, let saved = try? ClientSettings.parse(snapshot.settings, over: settings) { settings = saved }
-            let client = EdgeClient(id: id, backend: backend, settings: settings, storage: storage, restoring: snapshot, gcScheduler: gcScheduler)
+            let treeSnapshot = (try? TreeCacheStorage(store: backend.store, clientID: id).load()).flatMap { $0.isEmpty ? nil : $0 }
+            let client = EdgeClient(id: id, backend: backend, settings: settings, storage: storage, restoring: snapshot, gcScheduler: gcScheduler,
+                                    treeSnapshot: treeSnapshot)
             if snapshot != nil {
                 // Writes queued before the server restarted resume, as an app's do at start.
                 Task { await client.pumpWrites() }
             }
+            if treeSnapshot?.writes.isEmpty == false { Task { await client.tree.begin() } }
             clients[id] = client
-            backend.operations.record(.client(client: id, action: snapshot == nil ? "created" : "restored"))
+            backend.operations.record(.client(client: id, action: snapshot == nil && treeSnapshot == nil ? "created" : "restored"))
             return client
         }
     }

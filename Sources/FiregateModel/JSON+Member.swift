@@ -1,3 +1,4 @@
+import OrderedCollections
 extension JSON {
     /// An object member by its camelCase name, also found under its snake_case spelling
     /// (proto3 JSON parsers accept both).
@@ -31,5 +32,14 @@ extension JSON {
         case .object: return self["value"]?.integerLike
         default: return nil
         }
+    }
+}
+
+extension JSON {
+    /// An object from (name, value) pairs in order; a repeated name keeps its first value.
+    public static func members(_ pairs: [(String, JSON)]) -> JSON {
+        var members = OrderedDictionary<String, JSON>()
+        for (name, value) in pairs where members[name] == nil { members[name] = value }
+        return .object(members)
     }
 }

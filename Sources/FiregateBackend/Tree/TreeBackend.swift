@@ -84,10 +84,20 @@ public final class TreeBackend: Sendable {
         return pushIDs.withLock { $0.next(nowMillis: now) }
     }
 
-    /// Opens a stream; its first frame is the `put` of the current value.
+    /// Opens a stream; its first frame is the `put` of the current value. Events of a write
+    /// are sent once it is durable.
     public func subscribe(namespace: String, key: TreeStreamKey) async throws -> TreeStreamSubscription {
         startKeepAlives()
         return try await self.namespace(namespace).subscribe(key)
+    }
+
+    /// Opens a stream for a subscriber inside the server (an edge client): `forward` receives
+    /// its frames in the order the namespace produced them — across all of that subscriber's
+    /// streams of the namespace — and before the writes they carry are reported durable.
+    public func subscribe(namespace: String, key: TreeStreamKey, forward: @escaping @Sendable (TreeStreamFrame) -> Void) async throws
+        -> TreeStreamSubscription
+    {
+        try await self.namespace(namespace).subscribe(key, forward: forward)
     }
 
     /// Closes a stream: it stops receiving events.

@@ -15,6 +15,9 @@ actor TreeNamespace {
     private var root = TreeNode.empty
     private var loaded = false
     private var groups: [TreeStreamKey: TreeStreamGroup] = [:]
+    /// Counts writes that reached streams, so a new stream skips the deferred events of writes
+    /// its first frame already holds.
+    private var writeSequence: Int64 = 0
     /// Compact plain JSON of recently read locations, so repeated GETs of an unchanged
     /// location skip encoding. Small and cleared by any write at, above or below an entry.
     private var encoded: [TreePath: [UInt8]] = [:]
@@ -106,10 +109,9 @@ actor TreeNamespace {
         let operations = path.isPriority
             ? TreeStorageEncoding.operations(refreshingOwnRowAt: nodePath, in: root)
             : TreeStorageEncoding.operations(replacing: [path], in: root)
-        let durability = queue.enqueue(TreeStorageBatch(namespace: name, operations: operations))
-        if !path.isPriority || previous != stored {
-            fanOut(TreeChange(path: nodePath, operation: .set(stored)), befores: befores)
-        }
+        let delivery = !path.isPriority || previous != stored
+            ? fanOut(TreeChange(path: nodePath, operation: .set(stored)), befores: befores) : nil
+        let durability = queue.enqueue(TreeStorageBatch(namespace: name, operations: operations), delivery: delivery)
         let result = TreeWriteResult(path: nodePath, value: path.isPriority ? stored.priorityNode : stored, entries: [],
                                      pushKey: pushKey, etag: wantsETag ? TreeETag.of(root.node(at: path)) : nil)
         return (.written(result), durability)
@@ -151,8 +153,8 @@ actor TreeNamespace {
             }
         }
         operations = TreeStorageEncoding.operations(replacing: replaced, in: root) + operations
-        let durability = queue.enqueue(TreeStorageBatch(namespace: name, operations: operations))
-        fanOut(TreeChange(path: path, operation: .merge(resolved)), befores: befores)
+        let delivery = fanOut(TreeChange(path: path, operation: .merge(resolved)), befores: befores)
+        let durability = queue.enqueue(TreeStorageBatch(namespace: name, operations: operations), delivery: delivery)
         return (.written(TreeWriteResult(path: path, value: root.node(at: path), entries: resolved, pushKey: nil, etag: nil)), durability)
     }
 
@@ -166,15 +168,29 @@ actor TreeNamespace {
         return befores
     }
 
-    private func fanOut(_ change: TreeChange, befores: [TreeStreamKey: TreeNode]) {
+    /// The events `change` gives the streams it touches, to send once it is durable.
+    private func fanOut(_ change: TreeChange, befores: [TreeStreamKey: TreeNode]) -> TreeDelivery? {
+        writeSequence += 1
+        var frames: [(TreeStreamSubscription, [TreeStreamFrame])] = []
         for (key, group) in groups where change.touches(key.path) {
-            group.apply(change, before: befores[key] ?? .empty, root: root)
+            frames += group.apply(change, before: befores[key] ?? .empty, root: root)
         }
+        guard !frames.isEmpty else { return nil }
+        return TreeDelivery(sequence: writeSequence, frames: frames, overflow: { [self] subscription in
+            Task { await self.resync(subscription) }
+        })
     }
 
-    func subscribe(_ key: TreeStreamKey) throws -> TreeStreamSubscription {
+    private func resync(_ subscription: TreeStreamSubscription) {
+        groups[subscription.key]?.resync(subscription, root: root)
+    }
+
+    /// Opens a stream; `forward` (for subscribers inside the server) receives its frames
+    /// directly instead of queueing them.
+    func subscribe(_ key: TreeStreamKey, forward: (@Sendable (TreeStreamFrame) -> Void)? = nil) throws -> TreeStreamSubscription {
         try load()
-        let subscription = TreeStreamSubscription(namespace: name, key: key, maxBufferedBytes: settings.maxBufferedBytes)
+        let subscription = TreeStreamSubscription(namespace: name, key: key, maxBufferedBytes: settings.maxBufferedBytes, forward: forward)
+        subscription.startSequence.withLock { $0 = writeSequence }
         let group = groups[key] ?? TreeStreamGroup(key: key, root: root)
         if group.add(subscription, root: root, maxSnapshotBytes: settings.maxSnapshotBytes) {
             groups[key] = group

@@ -54,9 +54,9 @@ final class TreeStreamGroup {
         subscriptions.removeValue(forKey: ObjectIdentifier(subscription))
     }
 
-    /// Sends every stream of the group the events for `change`. `before` is the location's
-    /// value before the change.
-    func apply(_ change: TreeChange, before: TreeNode, root: TreeNode) {
+    /// The events of `change` for every stream of the group, to deliver once the change is
+    /// durable. `before` is the location's value before the change.
+    func apply(_ change: TreeChange, before: TreeNode, root: TreeNode) -> [(TreeStreamSubscription, [TreeStreamFrame])] {
         let updates: [TreeStreamUpdate]
         if let query = key.query {
             let current: [TreeQueryEntry]
@@ -70,15 +70,16 @@ final class TreeStreamGroup {
         } else {
             updates = TreeStreamEvents.updates(for: change, at: key.path, before: before, after: root.node(at: key.path))
         }
-        guard !updates.isEmpty else { return }
+        guard !updates.isEmpty else { return [] }
         snapshot = nil
         let frames = updates.map { TreeStreamFrame($0, format: key.format) }
-        for subscription in subscriptions.values {
-            for frame in frames where !subscription.offer(frame) {
-                subscription.resync(with: snapshotFrame(root: root))
-                break
-            }
-        }
+        return subscriptions.values.map { ($0, frames) }
+    }
+
+    /// Replaces what `subscription` has queued with the current value (it fell behind).
+    func resync(_ subscription: TreeStreamSubscription, root: TreeNode) {
+        guard subscriptions[ObjectIdentifier(subscription)] != nil else { return }
+        subscription.resync(with: snapshotFrame(root: root))
     }
 
     /// Ends every stream with `frame` (a `cancel`).

@@ -20,16 +20,27 @@ public final class TreeStreamSubscription: Sendable {
     public let key: TreeStreamKey
     /// Most bytes of frames kept for this stream while its client is not reading.
     public let maxBufferedBytes: Int
+    /// For subscribers inside the server: frames go straight to this function, in the order the
+    /// namespace produced them, instead of being queued for `next()`.
+    let forward: (@Sendable (TreeStreamFrame) -> Void)?
+    /// The namespace's write sequence when the stream started: the first frame already holds
+    /// every write up to it, so their deferred events are not sent again.
+    let startSequence: Mutex<Int64> = Mutex(0)
     private let state = Mutex(State())
 
-    init(namespace: String, key: TreeStreamKey, maxBufferedBytes: Int) {
+    init(namespace: String, key: TreeStreamKey, maxBufferedBytes: Int, forward: (@Sendable (TreeStreamFrame) -> Void)? = nil) {
         self.namespace = namespace
         self.key = key
         self.maxBufferedBytes = maxBufferedBytes
+        self.forward = forward
     }
 
     /// Queues `frame`; false (and nothing queued) when it would pass the bound.
     func offer(_ frame: TreeStreamFrame) -> Bool {
+        if let forward {
+            if !isFinished { forward(frame) }
+            return true
+        }
         var accepted = true
         let waiter = state.withLock { state -> CheckedContinuation<TreeStreamFrame?, Never>? in
             if state.finished { return nil }

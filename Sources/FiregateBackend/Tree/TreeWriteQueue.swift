@@ -7,7 +7,7 @@ import Synchronization
 /// time as a single durable storage commit, then wakes the writers.
 final class TreeWriteQueue: Sendable {
     private struct State {
-        var pending: [(TreeStorageBatch, TreeDurability)] = []
+        var pending: [(TreeStorageBatch, TreeDurability, TreeDelivery?)] = []
         var draining = false
     }
 
@@ -18,10 +18,12 @@ final class TreeWriteQueue: Sendable {
         self.storage = storage
     }
 
-    func enqueue(_ batch: TreeStorageBatch) -> TreeDurability {
+    /// Queues `batch`; once it is durable, `delivery` (the write's stream events) runs, in write
+    /// order, before the writer is woken.
+    func enqueue(_ batch: TreeStorageBatch, delivery: TreeDelivery? = nil) -> TreeDurability {
         let durability = TreeDurability()
         let start = state.withLock { state -> Bool in
-            state.pending.append((batch, durability))
+            state.pending.append((batch, durability, delivery))
             if state.draining { return false }
             state.draining = true
             return true
@@ -32,7 +34,7 @@ final class TreeWriteQueue: Sendable {
 
     private func drain() async {
         while true {
-            let items = state.withLock { state -> [(TreeStorageBatch, TreeDurability)] in
+            let items = state.withLock { state -> [(TreeStorageBatch, TreeDurability, TreeDelivery?)] in
                 let items = state.pending
                 state.pending.removeAll(keepingCapacity: true)
                 if items.isEmpty { state.draining = false }
@@ -46,7 +48,10 @@ final class TreeWriteQueue: Sendable {
             } catch {
                 result = .failure(error)
             }
-            for (_, durability) in items { durability.resolve(result) }
+            if case .success = result {
+                for (_, _, delivery) in items { delivery?.run() }
+            }
+            for (_, durability, _) in items { durability.resolve(result) }
         }
     }
 }
@@ -86,6 +91,24 @@ public final class TreeDurability: Sendable {
                 return state.result
             }
             if let result { continuation.resume(with: result) }
+        }
+    }
+}
+
+/// The stream events of one write, held until the write is durable: no stream hears of data a
+/// crash could lose.
+struct TreeDelivery: Sendable {
+    let sequence: Int64
+    let frames: [(TreeStreamSubscription, [TreeStreamFrame])]
+    /// Called for a stream whose buffer overflowed, to resync it with the current value.
+    let overflow: @Sendable (TreeStreamSubscription) -> Void
+
+    func run() {
+        for (subscription, frames) in frames where sequence > subscription.startSequence.withLock({ $0 }) {
+            for frame in frames where !subscription.offer(frame) {
+                overflow(subscription)
+                break
+            }
         }
     }
 }

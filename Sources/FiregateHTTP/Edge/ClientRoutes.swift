@@ -39,8 +39,16 @@ struct ClientRoutes: Sendable {
         let id = PercentDecoding.decode(rawID)
         guard !id.isEmpty, id.utf8.count <= 256 else { throw .invalidArgument("Invalid client id \"\(id)\".") }
         let prefixLength = "/clients/".utf8.count + idPart.utf8.count
+        if !(request.method == .delete && subpath.isEmpty && verb == nil) {
+            // Any request counts as the client being alive (heartbeatTimeoutMs).
+            await clients.client(id).noteActivity()
+        }
         if subpath.hasPrefix("/v1/") {
             return await ClientDataRoutes(client: clients.client(id), documents: documents).respond(request, prefixLength: prefixLength)
+        }
+        if verb == nil, subpath.hasSuffix(".json") || subpath.hasSuffix(".json/") {
+            let keepAlive = documents.listenOptions.keepAliveSeconds
+            return await ClientTreeRoutes(client: clients.client(id), keepAliveSeconds: keepAlive).respond(request, location: subpath)
         }
         if let verb {
             return try await control(id, verb: verb, request)
@@ -130,32 +138,39 @@ struct ClientRoutes: Sendable {
         case (.get, "/gates"):
             return JSONResponse.make(await client.gatesJSON())
         case (.post, "/gates:releaseWatch"):
-            await client.releaseWatch()
+            await client.releaseWatchGate()
             return JSONResponse.make(await client.gatesJSON())
         case (.post, "/gates:releaseWrite"):
             return try await releaseWrite(client, request)
         case (.post, "/gates:sync"):
             let body = try await request.jsonObjectBody()
             let token = body["token"]?.stringValue ?? ""
-            await client.sync(token: token)
+            await client.syncAll(token: token)
             return JSONResponse.make(["token": .string(token)])
         case (.get, "/pendingWrites"):
             let batches = await client.pendingWrites
             let database = await client.settings.databaseID
-            return JSONResponse.make(["writes": .array(batches.map { batch in
+            let documentWrites: [JSON] = batches.map { batch in
                 [
                     "id": .string(String(batch.id)),
                     "state": "pending",
                     "localWriteTime": .string(batch.localWriteTime.rfc3339),
                     "writes": .array(batch.writes.map { $0.json(database: database) }),
                 ]
-            })])
+            }
+            return JSONResponse.make(["writes": .array(documentWrites), "treeWrites": .array(await client.tree.pendingWritesJSON())])
+        case (.get, _) where subpath.hasPrefix("/pendingWrites/t"):
+            let writeID = String(subpath.dropFirst("/pendingWrites/t".count))
+            guard let n = Int64(writeID), let state = await client.tree.writeState(n) else {
+                throw .notFound("No write \"t\(writeID)\" on client \(id).")
+            }
+            return JSONResponse.make(EdgeClient.render(treeWrite: n, state))
         case (.get, _) where subpath.hasPrefix("/pendingWrites/"):
             let writeID = String(subpath.dropFirst("/pendingWrites/".count))
             guard let n = Int64(writeID), let state = await client.writeState(n) else {
                 throw .notFound("No write \"\(writeID)\" on client \(id).")
             }
-            return JSONResponse.make(ClientRoutes.render(n, state))
+            return JSONResponse.make(EdgeClient.render(n, state))
         case (.get, "/indexes"):
             return JSONResponse.make(await client.indexesJSON())
         case (.put, "/indexes"):
@@ -167,9 +182,7 @@ struct ClientRoutes: Sendable {
         case (.post, "/indexes:disableAutoCreation"):
             return JSONResponse.make(try await client.setIndexAutoCreation(false))
         default:
-            if subpath.hasSuffix(".json") || ["/onDisconnect", "/keepSynced", "/auth"].contains(subpath) {
-                throw FiregateError(.unimplemented, "\(subpath) on edge clients is not available yet.")
-            }
+            if let response = try await ClientSessionRoutes(client: client).respond(request, subpath: subpath) { return response }
             throw .notFound("No route for \(request.method) \(request.uri.path)")
         }
     }
@@ -180,22 +193,11 @@ struct ClientRoutes: Sendable {
             guard let name = fail.stringValue ?? fail.integerLike.map({ String($0) }), let status = Status(name: name), status != .ok else {
                 throw .invalidArgument("fail must be a status name such as \"PERMISSION_DENIED\".")
             }
-            let result = try await client.failWrite(status)
-            return JSONResponse.make(["released": .array(result.map { [ClientRoutes.render($0.0, $0.1)] } ?? [])])
+            let result = try await client.failAnyWrite(status)
+            return JSONResponse.make(["released": .array(result.map { [$0] } ?? [])])
         }
         let count = body["count"]?.integerLike ?? 1
         guard count >= 0 else { throw .invalidArgument("count must not be negative.") }
-        let released = try await client.releaseWrites(count: Int(count))
-        return JSONResponse.make(["released": .array(released.map { ClientRoutes.render($0.0, $0.1) })])
-    }
-
-    static func render(_ id: Int64, _ state: WriteState) -> JSON {
-        var json: JSON = ["id": .string(String(id)), "state": .string(state.name)]
-        switch state {
-        case .acknowledged(let result): json = json.withMember("commitTime", .string(result.commitTime.rfc3339))
-        case .rejected(let error): json = json.withMember("error", JSON.errorBody(error)["error"]!)
-        case .pending: break
-        }
-        return json
+        return JSONResponse.make(["released": .array(try await client.releaseAnyWrites(count: Int(count)))])
     }
 }

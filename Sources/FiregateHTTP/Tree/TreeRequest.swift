@@ -29,7 +29,9 @@ struct TreeRequest {
     /// Parameters that may come with `shallow=true`.
     static let shallowCompatible: Set<String> = ["shallow", "ns", "auth", "access_token", "print", "x-http-method-override", "ac", "timeout"]
 
-    init(_ request: Request, defaultNamespace: String) throws(FiregateError) {
+    /// `location` replaces the request's URL path (a tree location under an edge client's
+    /// prefix).
+    init(_ request: Request, defaultNamespace: String, location: String? = nil) throws(FiregateError) {
         var parameters: [String: String] = [:]
         for (name, value) in request.queryItems { parameters[name] = value }
 
@@ -42,7 +44,7 @@ struct TreeRequest {
 
         namespace = parameters["ns"] ?? defaultNamespace
         try TreeBackend.validateNamespace(namespace)
-        path = try TreeRequest.location(request.uri.path)
+        path = try TreeRequest.location(location ?? request.uri.path)
 
         switch parameters["print"] {
         case nil: break

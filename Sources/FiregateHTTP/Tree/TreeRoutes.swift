@@ -26,8 +26,10 @@ struct TreeRoutes: Sendable {
 
     var tree: TreeBackend { backend.tree }
 
+    func body(_ request: Request) async throws -> JSON { try await TreeRoutes.body(request) }
+
     /// The request body as JSON; a missing or unparsable body is production's 400.
-    func body(_ request: Request) async throws -> JSON {
+    static func body(_ request: Request) async throws -> JSON {
         let buffer: ByteBuffer
         do {
             buffer = try await request.body.collect(upTo: TreeLimits.maxWriteBytes)
@@ -100,12 +102,12 @@ struct TreeRoutes: Sendable {
         return TreeResponses.json(reply, for: call, etag: result.etag)
     }
 
-    func patch(_ call: TreeRequest, body: JSON) async throws -> Response {
+    /// A PATCH body's entries: relative paths (none empty) and their values, unvalidated.
+    static func patchEntries(_ body: JSON) throws(FiregateError) -> [(TreePath, JSON)] {
         guard case .object(let fields) = body else {
             throw FiregateError.invalidArgument("Invalid data; PATCH requires a JSON object whose keys are the children or paths to update.")
         }
-        guard !call.path.isPriority else { throw TreePath.invalidPathError }
-        var entries: [TreeUpdateEntry] = []
+        var entries: [(TreePath, JSON)] = []
         entries.reserveCapacity(fields.count)
         for (key, json) in fields {
             let relative: TreePath
@@ -115,8 +117,16 @@ struct TreeRoutes: Sendable {
                 throw TreeNodeDecoder.invalidKeyError
             }
             guard !relative.isRoot else { throw TreeNodeDecoder.invalidKeyError }
-            let target = call.path.appending(relative)
-            entries.append(TreeUpdateEntry(path: relative, value: try TreeWriteValue.prepare(json, at: target)))
+            entries.append((relative, json))
+        }
+        return entries
+    }
+
+    func patch(_ call: TreeRequest, body: JSON) async throws -> Response {
+        guard !call.path.isPriority else { throw TreePath.invalidPathError }
+        var entries: [TreeUpdateEntry] = []
+        for (relative, json) in try TreeRoutes.patchEntries(body) {
+            entries.append(TreeUpdateEntry(path: relative, value: try TreeWriteValue.prepare(json, at: call.path.appending(relative))))
         }
         let request = TreeWriteRequest(path: call.path, operation: .update(entries))
         guard case .written(let result) = try await tree.write(namespace: call.namespace, request) else {

@@ -1,3 +1,5 @@
+import OrderedCollections
+
 /// One node of a Realtime Database tree: empty (null), a leaf, or children in key order,
 /// with an optional priority. A value type; copies share storage until written.
 ///
@@ -123,5 +125,20 @@ public struct TreeNode: Sendable, Equatable {
         var deepest = 0
         for (_, child) in kids { deepest = max(deepest, child.depth) }
         return deepest + 1
+    }
+}
+
+extension TreeNode {
+    /// The node as plain JSON (children in key order, no priorities); null when empty.
+    public var json: JSON {
+        switch content {
+        case .empty: return .null
+        case .leaf(let leaf): return leaf.json
+        case .children(let kids):
+            var members = OrderedDictionary<String, JSON>()
+            members.reserveCapacity(kids.count)
+            for (key, child) in kids { members[key] = child.json }
+            return .object(members)
+        }
     }
 }

@@ -42,7 +42,7 @@ public enum TreeQueryEvaluator {
         }
     }
 
-    static func compareSortValues(_ a: TreeSortValue, _ b: TreeSortValue) -> Int {
+    public static func compareSortValues(_ a: TreeSortValue, _ b: TreeSortValue) -> Int {
         switch (a, b) {
         case let (.key(x), .key(y)): TreeKeyOrder.compare(x, y)
         case let (.rank(x), .rank(y)): TreeValueOrder.compare(x, y)
@@ -77,7 +77,7 @@ public enum TreeQueryEvaluator {
         return bound.inclusive ? k <= 0 : k < 0
     }
 
-    static func stableSorted(_ entries: [TreeQueryEntry], by less: (TreeQueryEntry, TreeQueryEntry) -> Bool) -> [TreeQueryEntry] {
+    public static func stableSorted(_ entries: [TreeQueryEntry], by less: (TreeQueryEntry, TreeQueryEntry) -> Bool) -> [TreeQueryEntry] {
         let indexed = entries.enumerated().sorted { a, b in
             if less(a.element, b.element) { return true }
             if less(b.element, a.element) { return false }
@@ -92,6 +92,12 @@ public struct TreeQueryEntry: Sendable, Equatable {
     public let key: String
     public let node: TreeNode
     public let sortValue: TreeSortValue
+
+    public init(key: String, node: TreeNode, sortValue: TreeSortValue) {
+        self.key = key
+        self.node = node
+        self.sortValue = sortValue
+    }
 }
 
 /// The value a child sorts by under some index.

@@ -1,0 +1,71 @@
+import FiregateModel
+
+/// The signed-in user of a client (`PUT /clients/{id}/auth`): uid, token and when the token
+/// expires. Kept across restarts with persistence (FirebaseAuth keeps the user on disk). A
+/// token past its expiry cannot be refreshed by the emulated app, so writes wait for a new one.
+public struct ClientAuth: Sendable, Equatable {
+    public var uid: String?
+    public var token: String?
+    /// Epoch milliseconds on the client's clock; nil never expires.
+    public var expiresAt: Int64?
+
+    public init(uid: String?, token: String?, expiresAt: Int64?) {
+        self.uid = uid
+        self.token = token
+        self.expiresAt = expiresAt
+    }
+
+    /// Parses a PUT body; `{}` or `{"uid":null}` signs out.
+    public static func parse(_ json: JSON) throws(FiregateError) -> ClientAuth? {
+        guard case .object(let members) = json else { throw .invalidArgument("Auth must be a JSON object.") }
+        if let unknown = members.keys.first(where: { !["uid", "token", "expiresAt"].contains($0) }) {
+            throw .invalidArgument("Unknown auth field \"\(unknown)\".")
+        }
+        var auth = ClientAuth(uid: nil, token: nil, expiresAt: nil)
+        if let uid = json["uid"], uid != .null {
+            guard let text = uid.stringValue, !text.isEmpty, text.utf8.count <= 128 else { throw .invalidArgument("uid must be a string of 1 to 128 bytes.") }
+            auth.uid = text
+        }
+        if let token = json["token"], token != .null {
+            guard let text = token.stringValue else { throw .invalidArgument("token must be a string.") }
+            auth.token = text
+        }
+        if let expiry = json["expiresAt"], expiry != .null {
+            guard let ms = expiry.integerLike, ms >= 0 else { throw .invalidArgument("expiresAt must be epoch milliseconds (an integer ≥ 0).") }
+            auth.expiresAt = ms
+        }
+        guard auth.uid != nil else {
+            guard auth.token == nil, auth.expiresAt == nil else { throw .invalidArgument("A token needs a uid.") }
+            return nil
+        }
+        return auth
+    }
+
+    init?(json: JSON) {
+        guard let parsed = try? ClientAuth.parse(json) else { return nil }
+        self = parsed
+    }
+
+    public var json: JSON {
+        var json: JSON = ["uid": uid.map(JSON.string) ?? .null]
+        if let token { json = json.withMember("token", .string(token)) }
+        if let expiresAt { json = json.withMember("expiresAt", .int(expiresAt)) }
+        return json
+    }
+
+    func isExpired(nowMillis: Int64) -> Bool { expiresAt.map { $0 <= nowMillis } ?? false }
+}
+
+/// `heartbeatTimeoutMs`: the client's connection counts as dropped (its onDisconnect
+/// operations run) when it made no request and held no stream for that long; the next
+/// request reconnects it.
+struct HeartbeatMonitor {
+    var lastActivityMicros: Int64 = 0
+    var dropped = false
+    var task: Task<Void, Never>?
+
+    mutating func stop() {
+        task?.cancel()
+        task = nil
+    }
+}

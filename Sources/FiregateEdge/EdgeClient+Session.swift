@@ -1,0 +1,117 @@
+import FiregateBackend
+import FiregateModel
+import FiregateStore
+
+/// What the client's documents and tree sides share: the signed-in user, activity for the
+/// heartbeat timeout, and the gates a test releases on both.
+extension EdgeClient {
+    var writesPaused: Bool {
+        auth?.isExpired(nowMillis: backend.clock.nowMicros() / 1000 + settings.clockOffsetMs) ?? false
+    }
+
+    public var authJSON: JSON {
+        guard let auth else { return ["uid": .null, "writesPaused": false] }
+        return auth.json.withMember("writesPaused", .bool(writesPaused))
+    }
+
+    /// PUT /clients/{id}/auth: a new user or token (writes paused by an expired token resume).
+    public func setAuth(_ json: JSON) async throws(FiregateError) -> JSON {
+        auth = try ClientAuth.parse(json)
+        if settings.persistence == .persistent { TreeCacheStorage(store: backend.store, clientID: id).saveAuth(auth?.json) }
+        await updateTreeLink()
+        pumpWrites()
+        return authJSON
+    }
+
+    /// A request or stream from the client: it is alive; a connection dropped by the
+    /// heartbeat timeout reconnects.
+    public func noteActivity() async {
+        heartbeat.lastActivityMicros = backend.clock.nowMicros()
+        if heartbeat.dropped {
+            heartbeat.dropped = false
+            await updateTreeLink()
+        }
+        if await tree.writesPausedChanged(writesPaused) { await updateTreeLink() }
+        startHeartbeatIfNeeded()
+    }
+
+    private func startHeartbeatIfNeeded() {
+        guard heartbeat.task == nil, let timeout = settings.heartbeatTimeoutMs, timeout > 0 else { return }
+        heartbeat.task = Task { [weak self] in
+            while !Task.isCancelled {
+                guard let self, let deadline = await self.heartbeatDeadline() else { return }
+                await self.backend.clock.sleep(untilMicros: deadline)
+                if Task.isCancelled { return }
+                await self.checkHeartbeat()
+            }
+        }
+    }
+
+    private func heartbeatDeadline() -> Int64? {
+        guard let timeout = settings.heartbeatTimeoutMs, timeout > 0 else { return nil }
+        return heartbeat.lastActivityMicros + timeout * 1000
+    }
+
+    private func checkHeartbeat() async {
+        guard let deadline = heartbeatDeadline(), !heartbeat.dropped, backend.clock.nowMicros() >= deadline else { return }
+        guard listeners.isEmpty, await tree.listenerCount == 0 else {
+            heartbeat.lastActivityMicros = backend.clock.nowMicros()
+            return
+        }
+        heartbeat.dropped = true
+        await updateTreeLink()
+    }
+
+    /// `gates:releaseWatch` on both sides.
+    public func releaseWatchGate() async {
+        releaseWatch()
+        await tree.releaseHeldWatch()
+    }
+
+    /// `gates:sync` on both sides.
+    public func syncAll(token: String) async {
+        await sync(token: token)
+        await tree.sync(token: token)
+    }
+
+    /// `gates:releaseWrite`: the oldest document batches first, then tree writes.
+    public func releaseAnyWrites(count: Int) async throws(FiregateError) -> [JSON] {
+        var released: [JSON] = []
+        if !queue.isEmpty {
+            for (writeID, state) in try await releaseWrites(count: count) { released.append(EdgeClient.render(writeID, state)) }
+        }
+        let remaining = count - released.count
+        if remaining > 0 {
+            guard network.online else { throw .clientState("The client is offline: enable its network before releasing writes.") }
+            for (writeID, state) in await tree.releaseWrites(count: remaining) { released.append(EdgeClient.render(treeWrite: writeID, state)) }
+        }
+        return released
+    }
+
+    /// `gates:releaseWrite {"fail"}`: the oldest document batch, else the oldest tree write.
+    public func failAnyWrite(_ status: Status) async throws(FiregateError) -> JSON? {
+        if !queue.isEmpty, let (writeID, state) = try failWrite(status) { return EdgeClient.render(writeID, state) }
+        if let (writeID, state) = await tree.failWrite(status) { return EdgeClient.render(treeWrite: writeID, state) }
+        return nil
+    }
+
+    public static func render(_ id: Int64, _ state: WriteState) -> JSON {
+        var json: JSON = ["id": .string(String(id)), "state": .string(state.name)]
+        switch state {
+        case .acknowledged(let result): json = json.withMember("commitTime", .string(result.commitTime.rfc3339))
+        case .rejected(let error): json = json.withMember("error", JSON.errorBody(error)["error"]!)
+        case .pending: break
+        }
+        return json
+    }
+
+    public static func render(treeWrite id: Int64, _ state: TreeWriteState) -> JSON {
+        var json: JSON = ["id": .string("t\(id)"), "state": .string(state.name)]
+        switch state {
+        case .acknowledged(let answer): json = json.withMember("result", answer)
+        case .rejected(let error): json = json.withMember("error", JSON.errorBody(error)["error"]!)
+        case .pending: break
+        }
+        return json
+    }
+}

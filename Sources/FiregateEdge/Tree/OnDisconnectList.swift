@@ -1,0 +1,77 @@
+import FiregateBackend
+import FiregateModel
+
+/// An onDisconnect operation: what the server does at a location when the client's
+/// connection drops. Values stay unresolved until then (server values resolve at execution).
+struct OnDisconnectOperation: Sendable {
+    enum Kind: Sendable {
+        case set(JSON)
+        case update([(TreePath, JSON)])
+    }
+
+    let path: TreePath
+    let kind: Kind
+    /// Accepted by the server (sent while connected); queued ones are sent at the next connect.
+    var registered: Bool
+
+    var name: String {
+        switch kind {
+        case .set(.null): "remove"
+        case .set: "set"
+        case .update: "update"
+        }
+    }
+
+    /// The backend request that carries the operation out.
+    func request() throws(FiregateError) -> TreeWriteRequest {
+        switch kind {
+        case .set(let json):
+            return TreeWriteRequest(path: path, operation: .set(try TreeWriteValue.prepare(json, at: path)))
+        case .update(let entries):
+            var prepared: [TreeUpdateEntry] = []
+            for (relative, json) in entries {
+                prepared.append(TreeUpdateEntry(path: relative, value: try TreeWriteValue.prepare(json, at: path.appending(relative))))
+            }
+            return TreeWriteRequest(path: path, operation: .update(prepared))
+        }
+    }
+
+    var json: JSON {
+        var json: JSON = ["path": .string(path.description), "op": .string(name), "state": .string(registered ? "registered" : "queued")]
+        switch kind {
+        case .set(let value) where value != .null: json = json.withMember("value", value)
+        case .update(let entries): json = json.withMember("value", .members(entries.map { ($0.0.joined, $0.1) }))
+        default: break
+        }
+        return json
+    }
+}
+
+/// The client's onDisconnect operations in the order they were made. Each runs once, when
+/// the connection drops after it was registered; the app registers again afterwards.
+struct OnDisconnectList {
+    private(set) var operations: [OnDisconnectOperation] = []
+
+    mutating func add(_ operation: OnDisconnectOperation) { operations.append(operation) }
+
+    /// Cancels the operations at `path` and below; returns how many.
+    mutating func cancel(at path: TreePath) -> Int {
+        let before = operations.count
+        operations.removeAll { path.contains($0.path) }
+        return before - operations.count
+    }
+
+    /// A connection was made: queued operations are sent and accepted.
+    mutating func registerQueued() {
+        for i in operations.indices { operations[i].registered = true }
+    }
+
+    /// The connection dropped: the registered operations run now and are forgotten.
+    mutating func takeRegistered() -> [OnDisconnectOperation] {
+        let taken = operations.filter(\.registered)
+        operations.removeAll(where: \.registered)
+        return taken
+    }
+
+    mutating func removeAll() { operations.removeAll() }
+}

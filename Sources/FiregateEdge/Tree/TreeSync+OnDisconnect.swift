@@ -1,0 +1,91 @@
+import FiregateBackend
+import FiregateModel
+
+/// onDisconnect: operations the server runs when this client's connection drops
+/// (rtdb-offline-semantics §7).
+extension TreeSync {
+    /// Registers an operation: accepted by the server at once while connected, else queued
+    /// and registered at the next connect. Returns its state.
+    public func addOnDisconnect(path: TreePath, op: String, value: JSON?) throws(FiregateError) -> JSON {
+        guard path.keys.first != TreeInfo.rootKey else { throw TreeInfo.writeError }
+        begin()
+        let kind: OnDisconnectOperation.Kind
+        switch op {
+        case "set":
+            guard let value else { throw .invalidArgument("onDisconnect set needs a value.") }
+            _ = try TreeWriteValue.prepare(value, at: path)
+            kind = .set(value)
+        case "remove":
+            kind = .set(.null)
+        case "update":
+            guard case .object(let members)? = value else { throw .invalidArgument("onDisconnect update needs an object of children or paths.") }
+            var entries: [(TreePath, JSON)] = []
+            for (key, json) in members {
+                let relative: TreePath
+                do { relative = try TreePath(validating: key) } catch { throw TreeNodeDecoder.invalidKeyError }
+                guard !relative.isRoot else { throw TreeNodeDecoder.invalidKeyError }
+                _ = try TreeWriteValue.prepare(json, at: path.appending(relative))
+                entries.append((relative, json))
+            }
+            if entries.isEmpty { return ["path": .string(path.description), "op": "update", "state": "registered"] }
+            kind = .update(entries)
+        default:
+            throw .invalidArgument("op must be \"set\", \"update\" or \"remove\".")
+        }
+        let operation = OnDisconnectOperation(path: path, kind: kind, registered: connected)
+        onDisconnect.add(operation)
+        return operation.json
+    }
+
+    /// Cancels the operations at `path` and below (queued or registered); returns how many.
+    public func cancelOnDisconnect(path: TreePath) -> Int {
+        begin()
+        return onDisconnect.cancel(at: path)
+    }
+
+    /// Runs the registered operations: locally as server data at once, then on the server,
+    /// with server values resolved there at execution time.
+    func runOnDisconnect() {
+        let operations = onDisconnect.takeRegistered()
+        guard !operations.isEmpty else { return }
+        let local = LocalTreeValues(cache: cache, writes: writes, nowMillis: nowMillis())
+        var touched: [TreePath] = []
+        for operation in operations {
+            switch operation.kind {
+            case .set(let json):
+                if let node = try? local.decode(json, at: operation.path) {
+                    cache.applyServerValue(node, at: operation.path)
+                    touched.append(operation.path)
+                }
+            case .update(let entries):
+                for (relative, json) in entries {
+                    let path = operation.path.appending(relative)
+                    if let node = try? local.decode(json, at: path) {
+                        cache.applyServerValue(node, at: path)
+                        touched.append(path)
+                    }
+                }
+            }
+        }
+        for write in writes.writes where write.isTransaction && !write.sent && touched.contains(where: { write.touches($0) }) {
+            writes.remove(write.id)
+            finish(write.id, .rejected(FiregateError(.aborted, "set: the transaction was overridden by an onDisconnect operation.")))
+        }
+        saveCache(touched)
+        refreshViews(touching: touched)
+        let previous = disconnectWork, tree = backend.tree, namespace = self.namespace, operationsLog = backend.operations, client = clientID
+        disconnectWork = Task {
+            await previous?.value
+            for operation in operations {
+                guard let request = try? operation.request() else { continue }
+                _ = try? await tree.write(namespace: namespace, request)
+                operationsLog.record(.onDisconnect(client: client, path: operation.path.description, op: operation.name))
+            }
+        }
+    }
+
+    /// Waits until the server has run every onDisconnect operation of past drops.
+    public func onDisconnectSettled() async {
+        await disconnectWork?.value
+    }
+}
