@@ -152,26 +152,14 @@ extension TreeSync {
     func applyAcknowledgement(_ id: Int64, _ acknowledgement: TreeAcknowledgement) -> [TreePath] {
         guard let write = writes.remove(id) else { return [] }
         storage?.deleteWrite(id: id)
-        var values: [(TreePath, TreeNode)]
-        let answer: JSON
-        switch acknowledgement {
-        case .set(let path, let value):
-            values = [(path, value)]
-            answer = value.json
-        case .merge(let path, let entries):
-            values = entries.map { (path.appending($0.path), $0.node) }
-            answer = .members(entries.map { ($0.path.joined, $0.node.json) })
-        case .transaction(let path, let committed, let value):
-            values = [(path, value)]
-            answer = ["committed": .bool(committed), "value": value.json]
-        }
+        let values = acknowledgement.values
         var changed: [TreePath] = []
         for (path, value) in values where !isKeptCurrent(path) {
             if let spec = cache.applyAcknowledged(value, at: path, now: nowMillis()), let tracked = cache.tracked[spec] { saveTracked(spec, tracked) }
             changed.append(path)
         }
         saveCache(changed)
-        finish(id, .acknowledged(answer: answer))
+        finish(id, .acknowledged(answer: acknowledgement.answer))
         backend.operations.record(.writeAcknowledged(client: clientID, writeID: id))
         return write.touchedPaths + values.map(\.0)
     }

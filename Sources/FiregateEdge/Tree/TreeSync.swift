@@ -239,6 +239,9 @@ public actor TreeSync {
             process([input])
         case .frame, .acknowledged:
             if link.holdWatch {
+                // The write's outcome is known now; its effect on the views waits with the
+                // server data the gate holds.
+                if case .acknowledged(let id, let acknowledgement) = input { finish(id, .acknowledged(answer: acknowledgement.answer)) }
                 held.append(input)
             } else {
                 process([input])

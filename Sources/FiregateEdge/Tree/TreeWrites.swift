@@ -24,6 +24,24 @@ enum TreeAcknowledgement: Sendable {
     case merge(path: TreePath, entries: [TreePatchEntry])
     /// A transaction ran: committed (the stored value) or aborted (the server's value).
     case transaction(path: TreePath, committed: Bool, value: TreeNode)
+
+    /// The server's values by absolute path.
+    var values: [(TreePath, TreeNode)] {
+        switch self {
+        case .set(let path, let value), .transaction(let path, _, let value): [(path, value)]
+        case .merge(let path, let entries): entries.map { (path.appending($0.path), $0.node) }
+        }
+    }
+
+    /// What `?waitFor=ack` answers: the stored value, an update's entries, or a transaction's
+    /// `{"committed","value"}`.
+    var answer: JSON {
+        switch self {
+        case .set(_, let value): value.json
+        case .merge(_, let entries): .members(entries.map { ($0.path.joined, $0.node.json) })
+        case .transaction(_, let committed, let value): ["committed": .bool(committed), "value": value.json]
+        }
+    }
 }
 
 /// A write the app asks a client to make.
