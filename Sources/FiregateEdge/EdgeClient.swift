@@ -63,7 +63,8 @@ public actor EdgeClient {
         self.settings = settings
         self.storage = storage
         tree = TreeSync(clientID: id, backend: backend, storage: TreeCacheStorage(store: backend.store, clientID: id), namespace: settings.namespace,
-                        persistent: settings.persistence == .persistent, clockOffsetMs: settings.clockOffsetMs, restoring: treeSnapshot)
+                        persistent: settings.persistence == .persistent, clockOffsetMs: settings.clockOffsetMs,
+                        cacheSizeBytes: settings.treeCacheSizeBytes, restoring: treeSnapshot)
         if settings.persistence == .persistent, let saved = treeSnapshot?.auth { auth = ClientAuth(json: saved) }
         if let snapshot {
             (remote, queue, writeStates, targetCache) = EdgeClient.restored(snapshot, database: settings.databaseID)
@@ -137,7 +138,8 @@ public actor EdgeClient {
             throw .clientState("Firestore has already been started and its settings can no longer be changed. You can only modify settings before calling any other methods on a Firestore object.")
         }
         settings = updated
-        await tree.configure(namespace: settings.namespace, persistent: settings.persistence == .persistent, clockOffsetMs: settings.clockOffsetMs)
+        await tree.configure(namespace: settings.namespace, persistent: settings.persistence == .persistent, clockOffsetMs: settings.clockOffsetMs,
+                             cacheSizeBytes: settings.treeCacheSizeBytes)
         persistSettings()
         backend.operations.record(.client(client: id, action: "configured"))
     }

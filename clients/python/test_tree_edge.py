@@ -354,3 +354,23 @@ def test_info_paths_are_per_client_and_read_only(base_url, namespace):
     assert requests.get(c.at(".info/connected")).json() is False
     r = requests.put(c.at(".info/connected"), json=True)
     assert r.status_code == 400 and ".info" in r.json()["error"]
+
+
+def test_the_tree_cache_is_pruned_to_its_size_least_recently_used_first(base_url, namespace):
+    blob = {f"k{i:03d}": "x" * 1000 for i in range(450)}  # ~450 KiB per location
+    for name in ("a", "b", "c"):
+        requests.put(f"{base_url}/big/{name}.json", params={"ns": namespace}, json=blob)
+    c = TreeClient(base_url, namespace, treeCacheSizeBytes=1024 * 1024)
+    assert requests.get(c.at("big/a")).status_code == 200  # read first: least recently used
+    assert requests.get(c.at("big/b")).status_code == 200
+    requests.post(f"{c.url}/keepSynced", json={"path": "big/c", "enabled": True})
+    with c.stream(".info/connected") as s:
+        c.sync(s)
+    tree = requests.post(f"{c.url}:collectGarbage", json={}).json()["tree"]
+    assert tree["queriesPruned"] == 1 and tree["bytesBefore"] > 1024 * 1024 >= tree["bytesAfter"], tree
+    c.post("disableNetwork")
+    assert requests.get(c.at("big/a")).status_code == 503
+    assert requests.get(c.at("big/b")).json() == blob
+    assert requests.get(c.at("big/c")).json() == blob  # kept synced: never pruned
+    r = requests.put(c.url, json={"treeCacheSizeBytes": 1000})
+    assert r.status_code == 400 and "at least 1MB" in r.json()["error"]["message"]

@@ -16,6 +16,9 @@ public struct ClientSettings: Sendable, Equatable {
     public var garbageCollector: GarbageCollector = .lru
     public var clockOffsetMs: Int64 = 0
     public var heartbeatTimeoutMs: Int64?
+    /// The tree cache's size (the RTDB SDK's persistenceCacheSizeBytes): 10 MiB by default,
+    /// 1–100 MiB.
+    public var treeCacheSizeBytes: Int64 = 10 * 1024 * 1024
 
     public static let minimumCacheSizeBytes: Int64 = 1_048_576
     public static let unlimitedCacheSize: Int64 = -1
@@ -32,7 +35,7 @@ public struct ClientSettings: Sendable, Equatable {
     public static func parse(_ json: JSON, over current: ClientSettings) throws(FiregateError) -> ClientSettings {
         guard case .object(let members) = json else { throw .invalidArgument("Client settings must be a JSON object.") }
         let known: Set<String> = ["platform", "project", "database", "namespace", "persistence", "cacheSizeBytes", "garbageCollector",
-                                  "clockOffsetMs", "heartbeatTimeoutMs"]
+                                  "clockOffsetMs", "heartbeatTimeoutMs", "treeCacheSizeBytes"]
         if let unknown = members.keys.first(where: { !known.contains($0) }) {
             throw .invalidArgument("Unknown client setting \"\(unknown)\".")
         }
@@ -100,6 +103,14 @@ public struct ClientSettings: Sendable, Equatable {
             default: throw .invalidArgument("heartbeatTimeoutMs must be a positive integer or null.")
             }
         }
+        if let size = json["treeCacheSizeBytes"], size != .null {
+            guard case .int(let n) = size else { throw .invalidArgument("treeCacheSizeBytes must be an integer.") }
+            guard n >= 1024 * 1024 else { throw .invalidArgument("treeCacheSizeBytes: the minimum cache size must be at least 1MB") }
+            guard n <= 100 * 1024 * 1024 else {
+                throw .invalidArgument("treeCacheSizeBytes: Firebase Database currently doesn't support a cache size larger than 100MB")
+            }
+            settings.treeCacheSizeBytes = n
+        }
         return settings
     }
 
@@ -114,6 +125,7 @@ public struct ClientSettings: Sendable, Equatable {
             "garbageCollector": .string(garbageCollector.rawValue),
             "clockOffsetMs": .int(clockOffsetMs),
             "heartbeatTimeoutMs": heartbeatTimeoutMs.map { .int($0) } ?? .null,
+            "treeCacheSizeBytes": .int(treeCacheSizeBytes),
         ]
     }
 }

@@ -151,19 +151,33 @@ struct TreeServerCache {
         return spec
     }
 
-    /// Forgets `specs` and the cached data only they held (pruning).
+    /// Forgets `specs` and the cached data only they held: below a pruned location, what a
+    /// remaining query still uses stays (pruning). Returns the locations whose data changed.
     mutating func remove(_ specs: [TreeQuerySpec]) -> [TreePath] {
         for spec in specs { tracked.removeValue(forKey: spec) }
-        var removed: [TreePath] = []
+        var changed: [TreePath] = []
         for spec in specs {
-            let stillUsed = tracked.keys.contains { spec.path.contains($0.path) || $0.path.contains(spec.path) }
-            if !stillUsed {
-                root.set(.empty, at: spec.path)
-                removed.append(spec.path)
+            if tracked.keys.contains(where: { $0.path.contains(spec.path) }) { continue }
+            let kept = tracked.keys.compactMap { spec.path.relativePath(to: $0.path) }
+            let before = root.node(at: spec.path)
+            let after = Self.keeping(kept, of: before)
+            if after != before {
+                root.set(after, at: spec.path)
+                changed.append(spec.path)
             }
         }
-        return removed
+        return changed
     }
+
+    /// Only the subtrees of `node` at `paths` (relative), everything else dropped.
+    static func keeping(_ paths: [TreePath], of node: TreeNode) -> TreeNode {
+        var kept = TreeNode.empty
+        for path in paths { kept.set(node.node(at: path), at: path) }
+        return kept
+    }
+
+    /// The cache's size as stored: its data in export form (values with priorities).
+    var byteSize: Int { TreeNodeWriter.bytes(root, format: .export).count }
 
     mutating func removeAll() {
         root = .empty

@@ -38,7 +38,7 @@ extension TreeSync {
                 let applied = cache.applyServerResult(server, for: key.spec, now: nowMillis())
                 for spec in applied.queries { if let tracked = cache.tracked[spec] { saveTracked(spec, tracked) } }
                 saveCache(applied.paths)
-                refreshViews(touching: applied.paths)
+                refreshViews(touching: applied.paths + noteServerWrite())
             }
             let state = TreeViewState(data: writes.overlay(node, at: key.path), query: key.query, complete: true)
             return TreeRead(result: result(state, key), fromCache: false, complete: true, hasPendingWrites: pending)

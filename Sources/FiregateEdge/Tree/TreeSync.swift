@@ -49,6 +49,9 @@ public actor TreeSync {
     var namespace: String
     var persistent: Bool
     var clockOffsetMs: Int64
+    var cacheSizeBytes: Int64 = 10 * 1024 * 1024
+    /// Server-cache writes since the last prune check.
+    var serverWritesSinceCheck = 0
 
     var link = Link()
     var started = false
@@ -61,6 +64,8 @@ public actor TreeSync {
     var views = TreeViews()
     var listens: [TreeQuerySpec: ServerListen] = [:]
     var nextGeneration = 0
+    /// Listens being opened: their first data is queued once these finish.
+    var opening: [Int: Task<Void, Never>] = [:]
     let inputs: AsyncStream<Input>.Continuation
     var held: [Input] = []
     var onDisconnect = OnDisconnectList()
@@ -71,13 +76,14 @@ public actor TreeSync {
     var pushIDs = PushIDGenerator()
 
     init(clientID: String, backend: Backend, storage: TreeCacheStorage?, namespace: String, persistent: Bool, clockOffsetMs: Int64,
-         restoring snapshot: TreeCacheStorage.Snapshot?) {
+         cacheSizeBytes: Int64, restoring snapshot: TreeCacheStorage.Snapshot?) {
         self.clientID = clientID
         self.backend = backend
         self.storage = storage
         self.namespace = namespace
         self.persistent = persistent
         self.clockOffsetMs = clockOffsetMs
+        self.cacheSizeBytes = cacheSizeBytes
         let (stream, continuation) = AsyncStream.makeStream(of: Input.self, bufferingPolicy: .unbounded)
         inputs = continuation
         if let snapshot, persistent {
@@ -117,10 +123,11 @@ public actor TreeSync {
     }
 
     /// Settings of a client that has not started yet.
-    func configure(namespace: String, persistent: Bool, clockOffsetMs: Int64) {
+    func configure(namespace: String, persistent: Bool, clockOffsetMs: Int64, cacheSizeBytes: Int64) {
         self.namespace = namespace
         self.persistent = persistent
         self.clockOffsetMs = clockOffsetMs
+        self.cacheSizeBytes = cacheSizeBytes
         info.serverTimeOffsetMs = clockOffsetMs
     }
 
@@ -179,7 +186,7 @@ public actor TreeSync {
         listens[spec] = ServerListen(generation: generation)
         let inputs = self.inputs, tree = backend.tree, namespace = self.namespace
         let key = TreeStreamKey(path: spec.path, query: spec.query, format: .plain)
-        Task {
+        opening[generation] = Task {
             let subscription = try? await tree.subscribe(namespace: namespace, key: key) { frame in
                 inputs.yield(.frame(spec, generation: generation, frame))
             }
@@ -188,6 +195,7 @@ public actor TreeSync {
     }
 
     private func attach(_ subscription: TreeStreamSubscription?, to spec: TreeQuerySpec, generation: Int) {
+        opening.removeValue(forKey: generation)
         guard let subscription else { return }
         guard listens[spec]?.generation == generation else {
             let tree = backend.tree
@@ -270,8 +278,10 @@ public actor TreeSync {
         refreshViews(touching: touched)
     }
 
-    /// Waits until every input queued so far has been taken (held ones stay held).
+    /// Waits until the listens being opened have queued their first data and every input
+    /// queued so far has been taken (held ones stay held).
     func drainInputs() async {
+        for task in Array(opening.values) { await task.value }
         await withCheckedContinuation { continuation in inputs.yield(.marker(continuation)) }
     }
 
@@ -311,7 +321,34 @@ public actor TreeSync {
         listen.hasData = true
         listens[spec] = listen
         saveCache(changed)
-        return changed + [spec.path]
+        return changed + [spec.path] + noteServerWrite()
+    }
+
+    // MARK: Pruning
+
+    /// Counts a server-cache write; past the SDK's threshold the cache is pruned. Returns the
+    /// locations whose data changed.
+    func noteServerWrite() -> [TreePath] {
+        serverWritesSinceCheck += 1
+        guard TreeCachePruner.due(writesSinceCheck: serverWritesSinceCheck) else { return [] }
+        return prune().paths
+    }
+
+    /// Prunes the tree cache to its size now (also what `:collectGarbage` does for the tree).
+    public func pruneNow() -> JSON {
+        let before = cache.byteSize
+        let result = prune()
+        refreshViews(touching: result.paths)
+        return ["queriesPruned": .int(Int64(result.queries)), "bytesBefore": .int(Int64(before)), "bytesAfter": .int(Int64(cache.byteSize)),
+                "cacheSizeBytes": .int(cacheSizeBytes)]
+    }
+
+    private func prune() -> (queries: Int, paths: [TreePath]) {
+        serverWritesSinceCheck = 0
+        let result = TreeCachePruner.prune(&cache, maxBytes: cacheSizeBytes)
+        if persistent, let storage, !result.queries.isEmpty { storage.deleteQueries(result.queries.map(\.1)) }
+        saveCache(result.paths)
+        return (result.queries.count, result.paths)
     }
 
     // MARK: Views
@@ -400,7 +437,7 @@ public actor TreeSync {
             "keepSynced": .array(views.keptSynced.map { .string($0.spec.description) }),
             "onDisconnect": .array(onDisconnect.operations.map(\.json)),
             "cache": [
-                "bytes": .int(Int64(TreeNodeWriter.bytes(cache.root, format: .export).count)),
+                "bytes": .int(Int64(cache.byteSize)), "sizeBytes": .int(cacheSizeBytes),
                 "trackedQueries": .int(Int64(cache.tracked.count)),
                 "activeQueries": .int(Int64(cache.tracked.values.filter(\.active).count)),
             ],

@@ -110,7 +110,8 @@ struct ClientRoutes: Sendable {
                 guard let n = value.integerLike, (0...100).contains(n) else { throw .invalidArgument("percentile must be an integer from 0 to 100.") }
                 percentile = Int(n)
             }
-            return JSONResponse.make(try await client.collectGarbage(thresholdBytes: threshold, percentile: percentile))
+            let documents = try await client.collectGarbage(thresholdBytes: threshold, percentile: percentile)
+            return JSONResponse.make(documents.withMember("tree", await client.tree.pruneNow()))
         default:
             throw .notFound("Unknown client method \":\(verb)\".")
         }
