@@ -261,6 +261,7 @@ public actor EdgeClient {
         gcScheduler?.cancel(self)
         var lost = 0
         if settings.persistence == .memory {
+            auth = nil  // FirebaseAuth keeps the user on disk only with persistence
             lost = queue.count
             for batch in queue.batches { finish(batch.id, .rejected(FiregateError(.cancelled, "The write was lost when the app restarted without persistence."))) }
             queue.removeAll()

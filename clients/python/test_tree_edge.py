@@ -374,3 +374,25 @@ def test_the_tree_cache_is_pruned_to_its_size_least_recently_used_first(base_url
     assert requests.get(c.at("big/c")).json() == blob  # kept synced: never pruned
     r = requests.put(c.url, json={"treeCacheSizeBytes": 1000})
     assert r.status_code == 400 and "at least 1MB" in r.json()["error"]["message"]
+
+
+def test_on_disconnect_runs_before_what_the_client_sends_after_reconnecting(base_url, namespace):
+    c = TreeClient(base_url, namespace)
+    requests.post(f"{c.url}/onDisconnect", json={"path": "seat", "op": "set", "value": "released"})
+    c.post("disableNetwork")
+    requests.put(c.at("seat"), json="taken again")  # queued while offline
+    c.post("enableNetwork")
+    r = requests.put(c.at("done"), params={"waitFor": "ack"}, json=True)
+    assert r.headers["Firegate-Write-State"] == "acknowledged"
+    assert server_value(base_url, namespace, "seat") == "taken again"
+
+
+def test_auth_is_kept_across_restart_with_persistence(base_url, namespace):
+    c = TreeClient(base_url, namespace)
+    requests.put(f"{c.url}/auth", json={"uid": "bob", "token": "t", "expiresAt": int(time.time() * 1000) + 3_600_000})
+    c.post("restart")
+    assert c.state()["auth"]["uid"] == "bob"
+    m = TreeClient(base_url, namespace, persistence="memory")
+    requests.put(f"{m.url}/auth", json={"uid": "eve"})
+    assert c.state()["auth"]["writesPaused"] is False
+    assert requests.put(f"{m.url}/auth", json={}).json()["uid"] is None

@@ -402,9 +402,11 @@ public actor TreeSync {
         started = false
     }
 
-    /// The client was deleted (or the emulator reset): everything ends and is forgotten.
+    /// The client was deleted (its connection drops: onDisconnect runs) or the emulator was
+    /// reset or imported (`reason`: nothing of the old state may reappear, so it does not).
     func shutdown(reason: FiregateError?) {
         views.endAll(with: reason)
+        if reason != nil { onDisconnect.removeAll() }
         disconnect()
         started = false
         for write in writes.writes { finish(write.id, .rejected(FiregateError(.cancelled, "The client was deleted."))) }
