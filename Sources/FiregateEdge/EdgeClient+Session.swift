@@ -31,7 +31,7 @@ extension EdgeClient {
             heartbeat.dropped = false
             await updateTreeLink()
         }
-        if await tree.writesPausedChanged(writesPaused) { await updateTreeLink() }
+        if let treeSync, await treeSync.writesPausedChanged(writesPaused) { await updateTreeLink() }
         startHeartbeatIfNeeded()
     }
 
@@ -54,7 +54,7 @@ extension EdgeClient {
 
     private func checkHeartbeat() async {
         guard let deadline = heartbeatDeadline(), !heartbeat.dropped, backend.clock.nowMicros() >= deadline else { return }
-        guard listeners.isEmpty, await tree.listenerCount == 0 else {
+        guard listeners.isEmpty, await (treeSync?.listenerCount ?? 0) == 0 else {
             heartbeat.lastActivityMicros = backend.clock.nowMicros()
             return
         }
@@ -65,13 +65,13 @@ extension EdgeClient {
     /// `gates:releaseWatch` on both sides.
     public func releaseWatchGate() async {
         releaseWatch()
-        await tree.releaseHeldWatch()
+        await treeSync?.releaseHeldWatch()
     }
 
     /// `gates:sync` on both sides.
     public func syncAll(token: String) async {
         await sync(token: token)
-        await tree.sync(token: token)
+        await treeSync?.sync(token: token)
     }
 
     /// `gates:releaseWrite`: the oldest document batches first, then tree writes.
@@ -83,7 +83,7 @@ extension EdgeClient {
         let remaining = count - released.count
         if remaining > 0 {
             guard network.online else { throw .clientState("The client is offline: enable its network before releasing writes.") }
-            for (writeID, state) in await tree.releaseWrites(count: remaining) { released.append(EdgeClient.render(treeWrite: writeID, state)) }
+            for (writeID, state) in await treeSync?.releaseWrites(count: remaining) ?? [] { released.append(EdgeClient.render(treeWrite: writeID, state)) }
         }
         return released
     }
@@ -91,7 +91,7 @@ extension EdgeClient {
     /// `gates:releaseWrite {"fail"}`: the oldest document batch, else the oldest tree write.
     public func failAnyWrite(_ status: Status) async throws(FiregateError) -> JSON? {
         if !queue.isEmpty, let (writeID, state) = try failWrite(status) { return EdgeClient.render(writeID, state) }
-        if let (writeID, state) = await tree.failWrite(status) { return EdgeClient.render(treeWrite: writeID, state) }
+        if let (writeID, state) = await treeSync?.failWrite(status) { return EdgeClient.render(treeWrite: writeID, state) }
         return nil
     }
 

@@ -31,8 +31,9 @@ public actor EdgeClient {
     /// The SDK's indexAutoCreationEnabled: in memory only, off at every start.
     var indexAutoCreation = false
     /// The Realtime Database side of the client: its own actor, told about the network,
-    /// gates and lifecycle by this one.
-    public let tree: TreeSync
+    /// gates and lifecycle by this one. Made on first use, so a documents-only client pays
+    /// nothing for it.
+    var treeSync: TreeSync?
     var auth: ClientAuth?
     var heartbeat = HeartbeatMonitor()
 
@@ -62,16 +63,36 @@ public actor EdgeClient {
         self.gcScheduler = gcScheduler
         self.settings = settings
         self.storage = storage
-        tree = TreeSync(clientID: id, backend: backend, storage: TreeCacheStorage(store: backend.store, clientID: id), namespace: settings.namespace,
-                        persistent: settings.persistence == .persistent, clockOffsetMs: settings.clockOffsetMs,
-                        cacheSizeBytes: settings.treeCacheSizeBytes, restoring: treeSnapshot)
         if settings.persistence == .persistent, let saved = treeSnapshot?.auth { auth = ClientAuth(json: saved) }
+        if let treeSnapshot, !treeSnapshot.writes.isEmpty || !treeSnapshot.rows.isEmpty || !treeSnapshot.queries.isEmpty {
+            treeSync = EdgeClient.makeTree(id: id, backend: backend, settings: settings, link: TreeSync.Link(), restoring: treeSnapshot)
+        }
         if let snapshot {
             (remote, queue, writeStates, targetCache) = EdgeClient.restored(snapshot, database: settings.databaseID)
         }
     }
 
     var database: DocumentDatabase { backend.documents.database(settings.databaseID) }
+
+    /// The tree side, made on first use with the client's settings and link.
+    public var tree: TreeSync {
+        if let treeSync { return treeSync }
+        let created = EdgeClient.makeTree(id: id, backend: backend, settings: settings, link: treeLink, restoring: nil)
+        treeSync = created
+        return created
+    }
+
+    private static func makeTree(id: String, backend: Backend, settings: ClientSettings, link: TreeSync.Link,
+                                 restoring snapshot: TreeCacheStorage.Snapshot?) -> TreeSync {
+        TreeSync(clientID: id, backend: backend, storage: TreeCacheStorage(store: backend.store, clientID: id), namespace: settings.namespace,
+                 persistent: settings.persistence == .persistent, clockOffsetMs: settings.clockOffsetMs,
+                 cacheSizeBytes: settings.treeCacheSizeBytes, link: link, restoring: snapshot)
+    }
+
+    /// What the network switch, the gates and the auth token allow the tree side now.
+    var treeLink: TreeSync.Link {
+        TreeSync.Link(online: network.online && !heartbeat.dropped, holdWatch: gates.holdWatch, holdWrites: gates.holdWrites, writesPaused: writesPaused)
+    }
     var onlineState: OnlineState { network.online ? .online : .offline }
 
     /// The client's clock: the server clock plus the configured offset.
@@ -138,7 +159,7 @@ public actor EdgeClient {
             throw .clientState("Firestore has already been started and its settings can no longer be changed. You can only modify settings before calling any other methods on a Firestore object.")
         }
         settings = updated
-        await tree.configure(namespace: settings.namespace, persistent: settings.persistence == .persistent, clockOffsetMs: settings.clockOffsetMs,
+        await treeSync?.configure(namespace: settings.namespace, persistent: settings.persistence == .persistent, clockOffsetMs: settings.clockOffsetMs,
                              cacheSizeBytes: settings.treeCacheSizeBytes)
         persistSettings()
         backend.operations.record(.client(client: id, action: "configured"))
@@ -150,7 +171,7 @@ public actor EdgeClient {
 
     public func state() async -> JSON {
         [
-            "tree": await tree.state(),
+            "tree": await treeSync?.state() ?? TreeSync.idleState,
             "auth": authJSON,
             "id": .string(id),
             "settings": settings.json,
@@ -215,8 +236,7 @@ public actor EdgeClient {
 
     /// Tells the tree side what the network switch, the gates and the auth token allow now.
     func updateTreeLink() async {
-        await tree.setLink(TreeSync.Link(online: network.online && !heartbeat.dropped, holdWatch: gates.holdWatch, holdWrites: gates.holdWrites,
-                                         writesPaused: writesPaused))
+        await treeSync?.setLink(treeLink)
     }
 
     /// The tree side for a data call: fails on a terminated client, and counts as activity.
@@ -255,7 +275,7 @@ public actor EdgeClient {
 
     /// App restart: listeners end; a memory cache and its queued writes are lost.
     public func restart() async -> Int {
-        let treeLost = await tree.restart()
+        let treeLost = await treeSync?.restart() ?? 0
         endListeners(with: nil)
         stopWatch()
         gcScheduler?.cancel(self)
@@ -279,7 +299,7 @@ public actor EdgeClient {
     }
 
     public func terminate() async {
-        await tree.terminate()
+        await treeSync?.terminate()
         endListeners(with: nil)
         stopWatch()
         gcScheduler?.cancel(self)
@@ -291,7 +311,7 @@ public actor EdgeClient {
         guard terminated else {
             throw .clientState("Persistence can only be cleared before a Firestore instance is initialized or after it is terminated.")
         }
-        await tree.clearPersistence()
+        await treeSync?.clearPersistence()
         for batch in queue.batches { finish(batch.id, .rejected(FiregateError(.cancelled, "The write was cleared with the persistence."))) }
         queue.removeAll()
         remote.removeAll()
@@ -304,7 +324,7 @@ public actor EdgeClient {
     /// DELETE /clients/{id} (or a reset of the emulator, whose `reason` its listeners receive):
     /// the client is gone; so is what it persisted.
     func shutdown(reason: FiregateError? = nil) async {
-        await tree.shutdown(reason: reason)
+        await treeSync?.shutdown(reason: reason)
         heartbeat.stop()
         endListeners(with: reason)
         stopWatch()

@@ -76,7 +76,7 @@ public actor TreeSync {
     var pushIDs = PushIDGenerator()
 
     init(clientID: String, backend: Backend, storage: TreeCacheStorage?, namespace: String, persistent: Bool, clockOffsetMs: Int64,
-         cacheSizeBytes: Int64, restoring snapshot: TreeCacheStorage.Snapshot?) {
+         cacheSizeBytes: Int64, link: Link, restoring snapshot: TreeCacheStorage.Snapshot?) {
         self.clientID = clientID
         self.backend = backend
         self.storage = storage
@@ -84,6 +84,7 @@ public actor TreeSync {
         self.persistent = persistent
         self.clockOffsetMs = clockOffsetMs
         self.cacheSizeBytes = cacheSizeBytes
+        self.link = link
         let (stream, continuation) = AsyncStream.makeStream(of: Input.self, bufferingPolicy: .unbounded)
         inputs = continuation
         if let snapshot, persistent {
@@ -429,6 +430,12 @@ public actor TreeSync {
         if !link.holdWatch { await drainInputs() }
         views.broadcast(.sync(token: token))
     }
+
+    /// The tree part of the state of a client that never used the tree.
+    static let idleState: JSON = [
+        "connected": false, "pendingWrites": 0, "listeners": 0, "keepSynced": [], "onDisconnect": [],
+        "cache": ["bytes": 0, "sizeBytes": 0, "trackedQueries": 0, "activeQueries": 0],
+    ]
 
     /// The tree part of the client state.
     func state() -> JSON {
