@@ -197,7 +197,8 @@ def test_on_disconnect_runs_when_the_heartbeat_times_out(tmp_path):
         assert server_value(base, ns, "seen") is None  # still within the timeout
         requests.post(f"{base}/emulator/v1/clock", json={"advanceMs": 2000})
         wait_for_value(base, ns, "seen", "gone")
-        assert c.state()["tree"]["connected"] is True  # the request reconnected it
+        assert c.state()["tree"]["connected"] is False  # the harness's own calls are not the app's
+        assert requests.get(c.at(".info/connected")).json() is True  # a call from the app reconnects it
     finally:
         stop_server(proc)
 
@@ -396,3 +397,22 @@ def test_auth_is_kept_across_restart_with_persistence(base_url, namespace):
     requests.put(f"{m.url}/auth", json={"uid": "eve"})
     assert c.state()["auth"]["writesPaused"] is False
     assert requests.put(f"{m.url}/auth", json={}).json()["uid"] is None
+
+
+def test_the_tree_cache_is_checked_after_a_thousand_server_writes(base_url, namespace):
+    blob = {f"k{i:03d}": "x" * 1000 for i in range(450)}
+    for name in ("a", "b", "c"):
+        requests.put(f"{base_url}/big/{name}.json", params={"ns": namespace}, json=blob)
+    c = TreeClient(base_url, namespace, treeCacheSizeBytes=1024 * 1024)
+    for name in ("a", "b", "c"):
+        assert requests.get(c.at(f"big/{name}")).status_code == 200
+    assert c.state()["tree"]["cache"]["trackedQueries"] == 3  # over its size: nothing checks yet
+    with c.stream("tick", events="value") as s, requests.Session() as session:
+        for i in range(1001):
+            session.put(f"{base_url}/tick.json", params={"ns": namespace}, json=i)
+        c.sync(s)
+    state = c.state()["tree"]["cache"]
+    assert state["bytes"] <= 1024 * 1024 < 3 * 450_000, state
+    c.post("disableNetwork")
+    assert requests.get(c.at("big/a")).status_code == 503  # least recently used went first
+    assert requests.get(c.at("big/c")).status_code == 200

@@ -393,6 +393,8 @@ public actor TreeSync {
         }
         if !persistent { cache.removeAll() } else { cache = TreeServerCache(root: cache.root, tracked: cache.tracked.map { ($0.key, $0.value) }, now: nowMillis()) }
         for i in writes.writes.map(\.id) { writes.update(i) { $0.sent = false } }
+        // The restarted app replays its queue at start, as the SDK does.
+        if !writes.isEmpty { begin() }
         return lost
     }
 

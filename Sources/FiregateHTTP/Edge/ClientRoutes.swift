@@ -39,11 +39,10 @@ struct ClientRoutes: Sendable {
         let id = PercentDecoding.decode(rawID)
         guard !id.isEmpty, id.utf8.count <= 256 else { throw .invalidArgument("Invalid client id \"\(id)\".") }
         let prefixLength = "/clients/".utf8.count + idPart.utf8.count
-        if !(request.method == .delete && subpath.isEmpty && verb == nil) {
-            // Any request counts as the client being alive (heartbeatTimeoutMs).
-            await clients.client(id).noteActivity()
-        }
         if subpath.hasPrefix("/v1/") {
+            // A data call is the client being alive (heartbeatTimeoutMs); tree calls count in
+            // `treeAccess()`. Control calls come from the test harness, not the app.
+            await clients.client(id).noteActivity()
             return await ClientDataRoutes(client: clients.client(id), documents: documents).respond(request, prefixLength: prefixLength)
         }
         if verb == nil, subpath.hasSuffix(".json") || subpath.hasSuffix(".json/") {
