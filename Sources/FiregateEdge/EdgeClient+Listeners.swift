@@ -42,6 +42,7 @@ extension EdgeClient {
 
     func removeListener(_ listenerID: Int) {
         guard let entry = listeners.removeValue(forKey: listenerID) else { return }
+        updateWatchInterest()
         heldTargets.remove(listenerID)
         if !listeners.values.contains(where: { $0.queryID == entry.queryID }) {
             // The target's last listener: it becomes inactive now (releaseTarget), and the

@@ -6,10 +6,15 @@ import FiregateStore
 /// server results, the watch gate, and the online/offline transitions.
 extension EdgeClient {
     func ensureWatch() {
+        updateWatchInterest()
         guard watch == nil, network.online, !terminated, listeners.values.contains(where: { !$0.options.cacheOnly }) else { return }
-        let connection = WatchConnection.open(on: database, for: self)
-        watch = connection
-        watchSequence = connection.subscription.startsAfter
+        watch = WatchConnection.open(on: database, for: self, interest: watchInterest)
+    }
+
+    /// Keeps the watch's interest equal to the listeners' queries (called when they change,
+    /// before a new listener's first server fetch, so no commit after it is missed).
+    func updateWatchInterest() {
+        watchInterest.set(listeners.values.filter { !$0.options.cacheOnly }.map(\.query))
     }
 
     func stopWatch() {
@@ -20,36 +25,21 @@ extension EdgeClient {
             listeners[listenerID]?.serverSequence = nil
             listeners[listenerID]?.matches = nil
         }
-        resumeCatchUpWaiters(all: true)
     }
 
     /// Waits until every commit published so far has been through `onWatchEvent`, so that what
     /// a test did before this call has had its effect on the listeners.
     func catchUpWithWatch() async {
         guard let watch else { return }
-        let target = database.feed.lastPublished
-        guard watchSequence < target, watch.subscription.startsAfter < target else { return }
-        await withCheckedContinuation { continuation in
-            catchUpWaiters.append((target, continuation))
-        }
-    }
-
-    func resumeCatchUpWaiters(all: Bool = false) {
-        catchUpWaiters.removeAll { waiter in
-            guard all || waiter.sequence <= watchSequence else { return false }
-            waiter.continuation.resume()
-            return true
-        }
+        await watch.subscription.waitUntilHandled(through: database.feed.lastPublished)
     }
 
     /// A backend commit (or a feed condition) reached this client.
     func onWatchEvent(_ event: FeedEvent) {
         guard network.online, watch != nil else { return }
-        defer { resumeCatchUpWaiters() }
         var touched: [Int] = []
         switch event {
         case .commit(let record):
-            watchSequence = max(watchSequence, record.sequence)
             for (listenerID, entry) in listeners where !entry.options.cacheOnly {
                 if record.changes.contains(where: { entry.query.containsPath($0.path) || entry.serverPaths.contains($0.path) }) {
                     touched.append(listenerID)
@@ -62,7 +52,6 @@ extension EdgeClient {
                 touched.removeAll { listeners[$0]?.serverSequence != nil }
             }
         case .overflow:
-            watchSequence = max(watchSequence, database.feed.lastPublished)
             touched = listeners.filter { !$0.value.options.cacheOnly }.map(\.key)
         case .closed:
             // The database was reset: reconnect and refetch everything.

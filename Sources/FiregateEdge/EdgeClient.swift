@@ -44,8 +44,8 @@ public actor EdgeClient {
 
     var watch: WatchConnection?
     /// The newest feed sequence this client has processed (or skipped as irrelevant).
-    var watchSequence: Int64 = 0
-    var catchUpWaiters: [(sequence: Int64, continuation: CheckedContinuation<Void, Never>)] = []
+    /// What the watch connection hands this client: the collections of its listeners.
+    let watchInterest = WatchInterest()
     /// Listeners whose server result changed while the watch gate was held.
     var heldTargets: Set<Int> = []
     var sendingWrites = false

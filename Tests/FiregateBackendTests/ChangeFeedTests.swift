@@ -1,6 +1,7 @@
 @testable import FiregateBackend
 import FiregateModel
 import FiregateStore
+import Synchronization
 import XCTest
 
 final class ChangeFeedTests: XCTestCase {
@@ -169,5 +170,48 @@ final class ChangeFeedTests: XCTestCase {
         let start = db.listen(Query(collectionID: "c"), bufferLimit: 10, resumeAfter: 1)
         start.subscription.cancel()
         XCTAssertNil(start.resumedWindow)
+    }
+}
+
+/// A subscription with an interest hands out only the commits it wants, and still knows when
+/// everything published was handled.
+final class FeedInterestTests: XCTestCase {
+    func collectionIs(_ id: String) -> FeedSubscription.Interest {
+        { record in record.changes.contains { $0.path.parent.lastSegment == id } }
+    }
+
+    func testRejectedCommitsAreNotHandedOutButCountAsHandled() async throws {
+        let db = try memoryDatabase()
+        let subscription = db.feed.subscribe(bufferLimit: 100, interest: collectionIs("c"))
+        defer { subscription.cancel() }
+        let consumer = Task { await subscription.next() }
+        _ = try await db.commit([set("x/1", [:])])
+        _ = try await db.commit([set("x/2", [:])])
+        await subscription.waitUntilHandled(through: db.feed.lastPublished)  // returns: nothing was for us
+        _ = try await db.commit([set("c/a", [:])])
+        guard case .commit(let record)? = await consumer.value else { return XCTFail("expected the commit on c") }
+        XCTAssertEqual(record.sequence, 3)
+    }
+
+    func testACommitHandedOutIsHandledOnlyOnceTheConsumerAsksForMore() async throws {
+        let db = try memoryDatabase()
+        let subscription = db.feed.subscribe(bufferLimit: 100, interest: collectionIs("c"))
+        defer { subscription.cancel() }
+        _ = try await db.commit([set("c/a", [:])])
+        _ = try await db.commit([set("x/1", [:])])  // rejected while c/a is still pending
+        guard case .commit? = await subscription.next() else { return XCTFail("expected c/a") }
+        let target = db.feed.lastPublished
+        let handled = Mutex(false)
+        let waiter = Task {
+            await subscription.waitUntilHandled(through: target)
+            handled.withLock { $0 = true }
+        }
+        try await Task.sleep(for: .milliseconds(50))
+        XCTAssertFalse(handled.withLock { $0 }, "c/a was handed out but not yet processed")
+        let next = Task { await subscription.next() }  // processed c/a: asks for more
+        await waiter.value
+        _ = try await db.commit([set("c/b", [:])])
+        guard case .commit(let record)? = await next.value else { return XCTFail("expected c/b") }
+        XCTAssertEqual(record.sequence, 3)
     }
 }

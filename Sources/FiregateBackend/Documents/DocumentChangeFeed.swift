@@ -19,11 +19,14 @@ public final class DocumentChangeFeed: Sendable {
 
     public init() {}
 
-    /// Subscribes to commits published from now on.
-    public func subscribe(bufferLimit: Int) -> FeedSubscription {
+    /// Subscribes to commits published from now on. With `interest`, commits it rejects are
+    /// not handed out (they only count as handled, see `FeedSubscription.waitUntilHandled`):
+    /// a subscriber interested in a few collections does no work for the others.
+    public func subscribe(bufferLimit: Int, interest: FeedSubscription.Interest? = nil) -> FeedSubscription {
         state.withLock { state in
             state.nextID += 1
-            let subscription = FeedSubscription(id: state.nextID, bufferLimit: bufferLimit, feed: self, startsAfter: state.lastPublished)
+            let subscription = FeedSubscription(id: state.nextID, bufferLimit: bufferLimit, feed: self, startsAfter: state.lastPublished,
+                                                interest: interest)
             state.subscribers[state.nextID] = subscription
             return subscription
         }
@@ -70,46 +73,92 @@ public enum FeedEvent: Sendable {
 }
 
 /// One subscriber's bounded queue, consumed as an `AsyncSequence`.
+///
+/// It also knows how far its consumer got: a commit is *handled* once the consumer asked for
+/// the next event after it (so it processed it), or when the subscription's interest rejected it
+/// with nothing before it pending. `waitUntilHandled` lets a consumer wait for that.
 public final class FeedSubscription: AsyncSequence, Sendable {
     public typealias Element = FeedEvent
+    /// Whether a commit concerns the subscriber; evaluated at publish time, so it must be cheap.
+    public typealias Interest = @Sendable (CommitRecord) -> Bool
+
+    fileprivate enum Item {
+        case commit(CommitRecord)
+        /// Commits up to this sequence the interest rejected while earlier ones were pending.
+        case skip(Int64)
+    }
 
     fileprivate struct State {
-        var buffer: Deque<CommitRecord> = []
+        var buffer: Deque<Item> = []
         var overflowed = false
+        /// The newest commit dropped by an overflow.
+        var overflowThrough: Int64 = 0
         var closed: FiregateError?
         var finished = false
         var heartbeat = false
         var waiter: CheckedContinuation<FeedEvent?, Never>?
+        /// The newest commit handed to the consumer, and the newest known handled.
+        var handedOut: Int64 = 0
+        var handled: Int64 = 0
+        var handledWaiters: [(target: Int64, continuation: CheckedContinuation<Void, Never>)] = []
     }
 
     let id: Int
     let bufferLimit: Int
     /// The last sequence published before this subscription began; it receives the later ones.
     public let startsAfter: Int64
+    let interest: Interest?
     private weak let feedReference: DocumentChangeFeed?
-    private let state = Mutex(State())
+    private let state: Mutex<State>
 
-    init(id: Int, bufferLimit: Int, feed: DocumentChangeFeed, startsAfter: Int64) {
+    init(id: Int, bufferLimit: Int, feed: DocumentChangeFeed, startsAfter: Int64, interest: Interest? = nil) {
         self.id = id
         self.bufferLimit = bufferLimit
         self.startsAfter = startsAfter
+        self.interest = interest
         self.feedReference = feed
+        var initial = State()
+        initial.handled = startsAfter
+        initial.handedOut = startsAfter
+        state = Mutex(initial)
     }
 
     public func deliver(_ event: FeedEvent) {
+        var relevant = true
+        if case .commit(let record) = event, let interest { relevant = interest(record) }
+        var handledWaiters: [CheckedContinuation<Void, Never>] = []
+        defer { for waiter in handledWaiters { waiter.resume() } }
         let resume = state.withLock { state -> (CheckedContinuation<FeedEvent?, Never>, FeedEvent)? in
             guard !state.finished else { return nil }
             switch event {
+            case .commit(let record) where !relevant:
+                if state.waiter != nil, state.buffer.isEmpty, !state.overflowed {
+                    // The consumer is idle with nothing pending: the commit is handled now.
+                    state.handled = Swift.max(state.handled, record.sequence)
+                    handledWaiters = State.takeHandledWaiters(&state)
+                } else if case .skip? = state.buffer.last {
+                    state.buffer[state.buffer.count - 1] = .skip(record.sequence)
+                } else if state.overflowed {
+                    state.overflowThrough = record.sequence
+                } else {
+                    // Consecutive skips coalesce, so these add at most one item per commit.
+                    state.buffer.append(.skip(record.sequence))
+                }
+                return nil
             case .commit(let record):
                 if let waiter = state.waiter, state.buffer.isEmpty, !state.overflowed {
                     state.waiter = nil
+                    state.handedOut = record.sequence
                     return (waiter, event)
                 }
                 if state.buffer.count >= bufferLimit {
                     state.buffer.removeAll()
                     state.overflowed = true
+                    state.overflowThrough = record.sequence
                 } else if !state.overflowed {
-                    state.buffer.append(record)
+                    state.buffer.append(.commit(record))
+                } else {
+                    state.overflowThrough = record.sequence
                 }
             case .overflow:
                 state.overflowed = true
@@ -119,6 +168,8 @@ public final class FeedSubscription: AsyncSequence, Sendable {
                 state.closed = error
                 state.buffer.removeAll()
             }
+            // Taking may pass skipped commits, which makes them handled.
+            defer { handledWaiters = State.takeHandledWaiters(&state) }
             if let waiter = state.waiter, let next = State.take(&state) {
                 state.waiter = nil
                 return (waiter, next)
@@ -128,15 +179,31 @@ public final class FeedSubscription: AsyncSequence, Sendable {
         if let (waiter, event) = resume { waiter.resume(returning: event) }
     }
 
-    /// Stops the subscription; a pending `next()` returns nil.
+    /// Returns once every commit up to `sequence` is handled (or the subscription ended).
+    public func waitUntilHandled(through sequence: Int64) async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let done = state.withLock { state -> Bool in
+                if state.finished || state.handled >= sequence { return true }
+                state.handledWaiters.append((sequence, continuation))
+                return false
+            }
+            if done { continuation.resume() }
+        }
+    }
+
+    /// Stops the subscription; a pending `next()` returns nil, waits for handling end.
     public func cancel() {
         feedReference?.unsubscribe(id)
-        let waiter = state.withLock { state -> CheckedContinuation<FeedEvent?, Never>? in
+        let (waiter, handledWaiters) = state.withLock { state -> (CheckedContinuation<FeedEvent?, Never>?, [CheckedContinuation<Void, Never>]) in
             state.finished = true
-            defer { state.waiter = nil }
-            return state.waiter
+            defer {
+                state.waiter = nil
+                state.handledWaiters.removeAll()
+            }
+            return (state.waiter, state.handledWaiters.map(\.continuation))
         }
         waiter?.resume(returning: nil)
+        for handled in handledWaiters { handled.resume() }
     }
 
     /// The next event; nil once cancelled (the subscription or the calling task) or after
@@ -151,8 +218,13 @@ public final class FeedSubscription: AsyncSequence, Sendable {
 
     private func waitForNext() async -> FeedEvent? {
         await withCheckedContinuation { (continuation: CheckedContinuation<FeedEvent?, Never>) in
+            var handledWaiters: [CheckedContinuation<Void, Never>] = []
+            defer { for waiter in handledWaiters { waiter.resume() } }
             let ready = state.withLock { state -> FeedEvent?? in
                 if state.finished { return .some(nil) }
+                // Asking for more means everything handed out before has been processed.
+                state.handled = Swift.max(state.handled, state.handedOut)
+                defer { handledWaiters = State.takeHandledWaiters(&state) }
                 if let event = State.take(&state) { return .some(event) }
                 state.waiter = continuation
                 return nil
@@ -173,13 +245,24 @@ public final class FeedSubscription: AsyncSequence, Sendable {
 }
 
 fileprivate extension FeedSubscription.State {
-    /// The next event to hand out, in priority: overflow, buffered commits, close.
+    /// The next event to hand out, in priority: overflow, buffered commits, close. Skipped
+    /// commits at the front count as handled (everything before them was).
     static func take(_ state: inout FeedSubscription.State) -> FeedEvent? {
         if state.overflowed {
             state.overflowed = false
+            state.handedOut = Swift.max(state.handedOut, state.overflowThrough)
             return .overflow
         }
-        if let record = state.buffer.popFirst() { return .commit(record) }
+        while let item = state.buffer.popFirst() {
+            switch item {
+            case .skip(let sequence):
+                state.handled = Swift.max(state.handled, sequence)
+                state.handedOut = Swift.max(state.handedOut, sequence)
+            case .commit(let record):
+                state.handedOut = record.sequence
+                return .commit(record)
+            }
+        }
         if let error = state.closed {
             state.finished = true
             return .closed(error)
@@ -189,5 +272,17 @@ fileprivate extension FeedSubscription.State {
             return .heartbeat
         }
         return nil
+    }
+
+    /// The handled-waiters now satisfied, removed from the state.
+    static func takeHandledWaiters(_ state: inout FeedSubscription.State) -> [CheckedContinuation<Void, Never>] {
+        guard !state.handledWaiters.isEmpty else { return [] }
+        var ready: [CheckedContinuation<Void, Never>] = []
+        state.handledWaiters.removeAll { waiter in
+            guard waiter.target <= state.handled else { return false }
+            ready.append(waiter.continuation)
+            return true
+        }
+        return ready
     }
 }
