@@ -96,18 +96,7 @@ public struct TreeCacheStorage: Sendable {
         let id = clientID
         enqueue { db in
             for operation in operations {
-                switch operation {
-                case .deleteSubtree(let path) where path.isEmpty:
-                    try db.cachedStatement(sql: "DELETE FROM edge_tree_cache WHERE client_id = ?").execute(arguments: [id])
-                case .deleteSubtree(let path):
-                    try db.cachedStatement(sql: "DELETE FROM edge_tree_cache WHERE client_id = ? AND (path = ? OR (path >= ? AND path < ?))")
-                        .execute(arguments: [id, path, path + "/", path + "0"])
-                case .deleteRow(let path):
-                    try db.cachedStatement(sql: "DELETE FROM edge_tree_cache WHERE client_id = ? AND path = ?").execute(arguments: [id, path])
-                case .putRow(let row):
-                    try db.cachedStatement(sql: "INSERT OR REPLACE INTO edge_tree_cache (client_id, path, value, priority) VALUES (?, ?, ?, ?)")
-                        .execute(arguments: [id, row.path, row.value, row.priority])
-                }
+                try SQLiteTreeStorage.apply(operation, table: "edge_tree_cache", owner: "client_id", key: id, db: db)
             }
         }
     }

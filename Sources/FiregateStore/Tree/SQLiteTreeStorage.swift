@@ -51,17 +51,23 @@ public final class SQLiteTreeStorage: TreeStorage {
     }
 
     static func apply(_ operation: TreeStorageOperation, namespace: String, db: Database) throws {
+        try apply(operation, table: "tree_node", owner: "ns", key: namespace, db: db)
+    }
+
+    /// Applies a row operation to `table`, whose rows belong to `key` in column `owner` (a
+    /// namespace here, an edge client for its tree cache) — the same row layout either way.
+    static func apply(_ operation: TreeStorageOperation, table: String, owner: String, key: String, db: Database) throws {
         switch operation {
         case .deleteSubtree(let path) where path.isEmpty:
-            try db.cachedStatement(sql: "DELETE FROM tree_node WHERE ns = ?").execute(arguments: [namespace])
+            try db.cachedStatement(sql: "DELETE FROM \(table) WHERE \(owner) = ?").execute(arguments: [key])
         case .deleteSubtree(let path):
-            try db.cachedStatement(sql: "DELETE FROM tree_node WHERE ns = ? AND (path = ? OR (path >= ? AND path < ?))")
-                .execute(arguments: [namespace, path, path + "/", path + "0"])
+            try db.cachedStatement(sql: "DELETE FROM \(table) WHERE \(owner) = ? AND (path = ? OR (path >= ? AND path < ?))")
+                .execute(arguments: [key, path, path + "/", path + "0"])
         case .deleteRow(let path):
-            try db.cachedStatement(sql: "DELETE FROM tree_node WHERE ns = ? AND path = ?").execute(arguments: [namespace, path])
+            try db.cachedStatement(sql: "DELETE FROM \(table) WHERE \(owner) = ? AND path = ?").execute(arguments: [key, path])
         case .putRow(let row):
-            try db.cachedStatement(sql: "INSERT OR REPLACE INTO tree_node (ns, path, value, priority) VALUES (?, ?, ?, ?)")
-                .execute(arguments: [namespace, row.path, row.value, row.priority])
+            try db.cachedStatement(sql: "INSERT OR REPLACE INTO \(table) (\(owner), path, value, priority) VALUES (?, ?, ?, ?)")
+                .execute(arguments: [key, row.path, row.value, row.priority])
         }
     }
 }

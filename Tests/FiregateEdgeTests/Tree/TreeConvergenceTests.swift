@@ -7,20 +7,9 @@ import XCTest
 /// periods and app restarts ends with the server holding exactly its writes applied in
 /// order, and its own listener and reads showing the server's value.
 final class TreeConvergenceTests: XCTestCase {
-    struct Generator: RandomNumberGenerator {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-    }
-
     static let paths = ["a", "a/b", "a/c", "d", "d/e/f", "g"]
 
-    func randomValue(_ rng: inout Generator) -> JSON {
+    func randomValue(_ rng: inout SplitMix) -> JSON {
         switch Int.random(in: 0..<4, using: &rng) {
         case 0: .null
         case 1: .int(Int64.random(in: 0..<100, using: &rng))
@@ -36,7 +25,7 @@ final class TreeConvergenceTests: XCTestCase {
     }
 
     func converge(seed: UInt64, steps: Int) async throws {
-        var rng = Generator(state: seed)
+        var rng = SplitMix(seed: seed)
         let backend = try await Backend(directory: nil, defaultProject: "p", extraMigrations: EdgeClients.migrations)
         let client = EdgeClients(backend: backend).client("r\(seed)")
         var expected = TreeNode.empty
