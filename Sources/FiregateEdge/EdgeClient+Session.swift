@@ -36,30 +36,35 @@ extension EdgeClient {
     }
 
     private func startHeartbeatIfNeeded() {
-        guard heartbeat.task == nil, let timeout = settings.heartbeatTimeoutMs, timeout > 0 else { return }
+        guard heartbeat.task == nil, !heartbeat.dropped, let timeout = settings.heartbeatTimeoutMs, timeout > 0 else { return }
+        let clock = backend.clock
         heartbeat.task = Task { [weak self] in
             while !Task.isCancelled {
-                guard let self, let deadline = await self.heartbeatDeadline() else { return }
-                await self.backend.clock.sleep(untilMicros: deadline)
-                if Task.isCancelled { return }
-                await self.checkHeartbeat()
+                guard let deadline = await self?.heartbeatDeadline() else { return }
+                await clock.sleep(untilMicros: deadline)
+                // Ends once the connection dropped; the next call from the app starts it again.
+                guard !Task.isCancelled, await self?.checkHeartbeat() == true else { return }
             }
         }
     }
 
     private func heartbeatDeadline() -> Int64? {
-        guard let timeout = settings.heartbeatTimeoutMs, timeout > 0 else { return nil }
+        guard !heartbeat.dropped, let timeout = settings.heartbeatTimeoutMs, timeout > 0 else { return nil }
         return heartbeat.lastActivityMicros + timeout * 1000
     }
 
-    private func checkHeartbeat() async {
-        guard let deadline = heartbeatDeadline(), !heartbeat.dropped, backend.clock.nowMicros() >= deadline else { return }
+    /// Drops the connection if the client was silent past its timeout; false once dropped.
+    private func checkHeartbeat() async -> Bool {
+        guard let deadline = heartbeatDeadline() else { return false }
+        guard backend.clock.nowMicros() >= deadline else { return true }
         guard listeners.isEmpty, await (treeSync?.listenerCount ?? 0) == 0 else {
-            heartbeat.lastActivityMicros = backend.clock.nowMicros()
-            return
+            heartbeat.lastActivityMicros = backend.clock.nowMicros()  // an open stream counts as activity
+            return true
         }
         heartbeat.dropped = true
+        heartbeat.task = nil
         await updateTreeLink()
+        return false
     }
 
     /// `gates:releaseWatch` on both sides.
