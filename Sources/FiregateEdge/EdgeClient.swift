@@ -63,7 +63,7 @@ public actor EdgeClient {
         self.gcScheduler = gcScheduler
         self.settings = settings
         self.storage = storage
-        if settings.persistence == .persistent, let saved = treeSnapshot?.auth { auth = ClientAuth(json: saved) }
+        if let saved = treeSnapshot?.auth { auth = ClientAuth(json: saved) }
         if let treeSnapshot, !treeSnapshot.writes.isEmpty || !treeSnapshot.rows.isEmpty || !treeSnapshot.queries.isEmpty {
             treeSync = EdgeClient.makeTree(id: id, backend: backend, settings: settings, link: TreeSync.Link(), restoring: treeSnapshot)
         }
@@ -199,9 +199,9 @@ public actor EdgeClient {
     }
 
     /// The client as an export archive holds it.
-    public func archive() -> JSON {
+    public func archive() async -> JSON {
         ClientArchive.encode(id: id, settings: settings, network: network, remote: remote, queue: queue, targets: targetCache,
-                             indexes: indexDefinitions)
+                             indexes: indexDefinitions, tree: await treeSync?.archive(), auth: auth)
     }
 
     /// What `/metrics` adds up over clients.

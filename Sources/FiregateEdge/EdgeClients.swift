@@ -50,10 +50,15 @@ public final class EdgeClients: Sendable {
         await removeAll(reason: reason)
         for archive in archives {
             let storage = EdgeCacheStorage(store: backend.store, clientID: archive.id)
-            if archive.settings.persistence == .persistent { try await storage.save(archive.snapshot) }
+            if archive.settings.persistence == .persistent {
+                try await storage.save(archive.snapshot)
+                try await TreeCacheStorage(store: backend.store, clientID: archive.id).save(archive.tree)
+            }
             let client = EdgeClient(id: archive.id, backend: backend, settings: archive.settings, storage: storage, restoring: archive.snapshot,
-                                    gcScheduler: gcScheduler)
+                                    gcScheduler: gcScheduler, treeSnapshot: archive.tree)
             await client.restoreNetwork(archive.network)
+            await client.updateTreeLink()
+            if !archive.tree.writes.isEmpty { await client.tree.begin() }
             clients.withLock { $0[archive.id] = client }
             backend.operations.record(.client(client: archive.id, action: "imported"))
             await client.pumpWrites()

@@ -416,3 +416,29 @@ def test_the_tree_cache_is_checked_after_a_thousand_server_writes(base_url, name
     c.post("disableNetwork")
     assert requests.get(c.at("big/a")).status_code == 503  # least recently used went first
     assert requests.get(c.at("big/c")).status_code == 200
+
+
+def test_an_archive_carries_each_clients_tree_cache_queue_and_user(tmp_path):
+    proc, base = start_server(data_dir=tmp_path)
+    try:
+        ns = "arch"
+        requests.put(f"{base}/room.json", params={"ns": ns}, json={"x": 1})
+        c = TreeClient(base, ns)
+        assert requests.get(c.at("room")).json() == {"x": 1}
+        requests.put(f"{c.url}/auth", json={"uid": "ann"})
+        c.post("disableNetwork")
+        requests.put(c.at("room/y"), json=2)
+        archive = requests.post(f"{base}/emulator/v1/export", json={"clients": True}).json()
+        r = requests.post(f"{base}/emulator/v1/import", json=archive, headers={"Content-Type": "application/json"})
+        assert r.status_code == 200, r.text
+        state = c.state()
+        assert state["tree"]["pendingWrites"] == 1 and state["auth"]["uid"] == "ann" and state["network"]["online"] is False
+        r = requests.get(c.at("room"))
+        assert r.json() == {"x": 1, "y": 2} and r.headers["Firegate-From-Cache"] == "true"
+        c.post("enableNetwork")
+        wait_for_value(base, ns, "room", {"x": 1, "y": 2})
+        archive["clients"][0]["tree"]["writes"] = [{"id": 1, "path": "a"}]
+        r = requests.post(f"{base}/emulator/v1/import", json=archive)
+        assert r.status_code == 400 and "tree.writes[0]" in r.json()["error"]["message"], r.text
+    finally:
+        stop_server(proc)

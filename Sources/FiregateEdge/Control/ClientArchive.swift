@@ -1,3 +1,4 @@
+import FiregateBackend
 import FiregateModel
 import FiregateStore
 
@@ -6,15 +7,18 @@ import FiregateStore
 /// `{"id", "settings", "network", "documents": [{"path", "exists", "committed", "fields",
 /// "createTime", "updateTime", "sequenceNumber"}], "mutations": [{"id", "localWriteTime",
 /// "writes": [Write…]}], "targets": [{"query", "sequenceNumber", "synced", "documents"}],
-/// "indexes": [index definition…]}` — the same content a persistent client keeps in SQLite.
+/// "indexes": [index definition…], "tree": {"cache": <tree, export form>, "queries": [{"path",
+/// "parameters", "lastUse", "complete", "active", "keys"}], "writes": [{"id","path","set"|"merge"}]},
+/// "auth": {"uid","token","expiresAt"}}` — the same content a persistent client keeps in SQLite.
 public struct ClientArchive: Sendable {
     public let id: String
     let settings: ClientSettings
     let network: NetworkConditions
     let snapshot: EdgeCacheStorage.Snapshot
+    let tree: TreeCacheStorage.Snapshot
 
     static func encode(id: String, settings: ClientSettings, network: NetworkConditions, remote: RemoteDocumentCache,
-                       queue: MutationQueue, targets: TargetCache, indexes: JSON) -> JSON {
+                       queue: MutationQueue, targets: TargetCache, indexes: JSON, tree: JSON?, auth: ClientAuth?) -> JSON {
         let documents = remote.entries.sorted { ResourcePath.compare($0.key, $1.key) < 0 }.map { path, entry -> JSON in
             switch entry {
             case .found(let document, let committed):
@@ -31,7 +35,7 @@ public struct ClientArchive: Sendable {
             ["id": .string(String(batch.id)), "localWriteTime": .string(batch.localWriteTime.rfc3339),
              "writes": .array(batch.writes.map { $0.json(database: settings.databaseID) })]
         }
-        return [
+        var archive: JSON = [
             "id": .string(id), "settings": settings.json, "network": network.json, "indexes": indexes,
             "documents": .array(documents), "mutations": .array(mutations),
             "targets": .array(targets.targets.sorted { $0.key < $1.key }.map { query, target in
@@ -39,6 +43,9 @@ public struct ClientArchive: Sendable {
                  "documents": .array(target.documents.sorted { ResourcePath.compare($0, $1) < 0 }.map { .string($0.canonical) })]
             }),
         ]
+        if let tree { archive = archive.withMember("tree", tree) }
+        if let auth { archive = archive.withMember("auth", auth.json) }
+        return archive
     }
 
     /// Parses and checks one archived client; `field` names it in errors.
@@ -94,5 +101,41 @@ public struct ClientArchive: Sendable {
             snapshot.indexes = indexes
         }
         self.snapshot = snapshot
+        tree = try ClientArchive.parseTree(json["tree"], auth: json["auth"], field: field)
+    }
+
+    /// The archived tree side: cache, tracked queries and queued writes, each checked.
+    static func parseTree(_ json: JSON?, auth: JSON?, field: String) throws(FiregateError) -> TreeCacheStorage.Snapshot {
+        var tree = TreeCacheStorage.Snapshot()
+        if let auth, auth != .null {
+            guard (try? ClientAuth.parse(auth)) != nil else { throw .invalidArgument("\(field).auth is not a valid auth object.") }
+            tree.auth = auth
+        }
+        guard let json, json != .null else { return tree }
+        do {
+            let root = try TreeNodeDecoder.decode(json["cache"] ?? .null, at: .root, serverValues: nil)
+            tree.rows = TreeStorageEncoding.rows(for: root, at: .root)
+        } catch {
+            throw .invalidArgument("\(field).tree.cache: \(error.message)")
+        }
+        for (i, item) in (json["queries"]?.arrayValue ?? []).enumerated() {
+            guard let path = item["path"]?.stringValue, let parameters = item["parameters"]?.stringValue,
+                  TreeQuerySpec(path: path, parameters: parameters) != nil, let id = item["id"]?.integerLike ?? Int64(i + 1) as Int64? else {
+                throw .invalidArgument("\(field).tree.queries[\(i)] needs a path and valid query parameters.")
+            }
+            tree.queries.append(.init(id: id, path: path, parameters: parameters, lastUse: item["lastUse"]?.integerLike ?? 0,
+                                      complete: item["complete"]?.boolValue ?? false, active: false,
+                                      keys: item["keys"]?.arrayValue?.compactMap(\.stringValue) ?? []))
+        }
+        let local = LocalTreeValues(cache: TreeServerCache(), writes: TreeWriteTree(), nowMillis: 0)
+        for (i, body) in (json["writes"]?.arrayValue ?? []).enumerated() {
+            do {
+                _ = try TreeUserWrite.restored(body, local: local)
+            } catch {
+                throw .invalidArgument("\(field).tree.writes[\(i)]: \(error.message)")
+            }
+            tree.writes.append(body)
+        }
+        return tree
     }
 }

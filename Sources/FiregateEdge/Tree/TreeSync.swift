@@ -87,7 +87,7 @@ public actor TreeSync {
         self.link = link
         let (stream, continuation) = AsyncStream.makeStream(of: Input.self, bufferingPolicy: .unbounded)
         inputs = continuation
-        if let snapshot, persistent {
+        if let snapshot {
             (cache, writes, nextWriteID) = TreeSync.restored(snapshot, nowMillis: backend.clock.nowMicros() / 1000 + clockOffsetMs)
             for write in writes.writes { writeStates[write.id] = .pending }
         }
@@ -431,6 +431,19 @@ public actor TreeSync {
     func sync(token: String) async {
         if !link.holdWatch { await drainInputs() }
         views.broadcast(.sync(token: token))
+    }
+
+    /// The tree as a client archive holds it: the cache (export form, priorities kept), the
+    /// tracked queries and the queued writes as stored (transactions are not kept, as on disk).
+    func archive() -> JSON {
+        [
+            "cache": (try? JSONParser.parse(TreeNodeWriter.bytes(cache.root, format: .export))) ?? .null,
+            "queries": .array(cache.tracked.sorted { $0.value.id < $1.value.id }.map { spec, query in
+                ["path": .string(spec.path.joined), "parameters": .string(spec.parameters), "lastUse": .int(query.lastUse),
+                 "complete": .bool(query.complete), "active": .bool(query.active), "keys": .array(query.keys.sorted().map { .string($0) })]
+            }),
+            "writes": .array(writes.writes.compactMap(\.stored)),
+        ]
     }
 
     /// The tree part of the state of a client that never used the tree.

@@ -56,6 +56,8 @@ public struct TreeCacheStorage: Sendable {
 
     /// Everything stored for one client's tree.
     public struct Snapshot: Sendable {
+        public init() {}
+
         public var rows: [TreeStorageRow] = []
         public var queries: [StoredQuery] = []
         /// Queued writes in id order, as stored.
@@ -152,6 +154,34 @@ public struct TreeCacheStorage: Sendable {
                 try db.execute(sql: "DELETE FROM \(table) WHERE client_id = ?", arguments: [id])
             }
             if includingAuth { try db.execute(sql: "DELETE FROM edge_auth WHERE client_id = ?", arguments: [id]) }
+        }
+    }
+
+    /// Replaces everything stored for this client's tree with `snapshot` (an imported
+    /// client), durably.
+    public func save(_ snapshot: Snapshot) async throws {
+        let id = clientID
+        try await store.committer.commit { db in
+            for table in ["edge_tree_cache", "edge_tree_queries", "edge_tree_writes", "edge_auth"] {
+                try db.execute(sql: "DELETE FROM \(table) WHERE client_id = ?", arguments: [id])
+            }
+            for row in snapshot.rows {
+                try SQLiteTreeStorage.apply(.putRow(row), table: "edge_tree_cache", owner: "client_id", key: id, db: db)
+            }
+            for query in snapshot.queries {
+                try db.execute(sql: """
+                    INSERT INTO edge_tree_queries (client_id, id, path, parameters, last_use, complete, active, keys) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                    """, arguments: [id, query.id, query.path, query.parameters, query.lastUse, query.complete, query.active,
+                                     Data(JSONWriter.bytes(.array(query.keys.sorted().map { .string($0) })))])
+            }
+            for body in snapshot.writes {
+                guard let writeID = body["id"]?.integerLike else { continue }
+                try db.execute(sql: "INSERT OR REPLACE INTO edge_tree_writes (client_id, write_id, body) VALUES (?, ?, ?)",
+                               arguments: [id, writeID, Data(JSONWriter.bytes(body))])
+            }
+            if let auth = snapshot.auth {
+                try db.execute(sql: "INSERT INTO edge_auth (client_id, body) VALUES (?, ?)", arguments: [id, Data(JSONWriter.bytes(auth))])
+            }
         }
     }
 
