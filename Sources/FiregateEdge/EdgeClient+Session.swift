@@ -67,6 +67,14 @@ extension EdgeClient {
         return false
     }
 
+    /// The queued tree writes (none for a client that never used the tree).
+    public func treePendingWrites() async -> [JSON] { await treeSync?.pendingWritesJSON() ?? [] }
+
+    public func treeWriteState(_ id: Int64) async -> TreeWriteState? { await treeSync?.writeState(id) }
+
+    /// `:collectGarbage` for the tree cache.
+    public func pruneTree() async -> JSON { await treeSync?.pruneNow() ?? ["queriesPruned": 0, "bytesBefore": 0, "bytesAfter": 0] }
+
     /// `gates:releaseWatch` on both sides.
     public func releaseWatchGate() async {
         releaseWatch()

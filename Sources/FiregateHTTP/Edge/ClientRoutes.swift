@@ -110,7 +110,7 @@ struct ClientRoutes: Sendable {
                 percentile = Int(n)
             }
             let documents = try await client.collectGarbage(thresholdBytes: threshold, percentile: percentile)
-            return JSONResponse.make(documents.withMember("tree", await client.tree.pruneNow()))
+            return JSONResponse.make(documents.withMember("tree", await client.pruneTree()))
         default:
             throw .notFound("Unknown client method \":\(verb)\".")
         }
@@ -158,10 +158,10 @@ struct ClientRoutes: Sendable {
                     "writes": .array(batch.writes.map { $0.json(database: database) }),
                 ]
             }
-            return JSONResponse.make(["writes": .array(documentWrites), "treeWrites": .array(await client.tree.pendingWritesJSON())])
+            return JSONResponse.make(["writes": .array(documentWrites), "treeWrites": .array(await client.treePendingWrites())])
         case (.get, _) where subpath.hasPrefix("/pendingWrites/t"):
             let writeID = String(subpath.dropFirst("/pendingWrites/t".count))
-            guard let n = Int64(writeID), let state = await client.tree.writeState(n) else {
+            guard let n = Int64(writeID), let state = await client.treeWriteState(n) else {
                 throw .notFound("No write \"t\(writeID)\" on client \(id).")
             }
             return JSONResponse.make(EdgeClient.render(treeWrite: n, state))

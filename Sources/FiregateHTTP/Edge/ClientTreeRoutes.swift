@@ -27,6 +27,9 @@ struct ClientTreeRoutes {
         let tree = try await client.treeAccess()
         let namespace = await client.settings.namespace
         let (call, path) = try ClientTreeRoutes.parse(request, location: location, namespace: namespace)
+        if call.shallow || call.wantsETag || call.ifMatch != nil || call.ifNoneMatch != nil {
+            throw FiregateError.invalidArgument("shallow, ETags and if-match/if-none-match are REST features of the backend; the SDK has none, so a client does not take them.")
+        }
         guard call.namespace == namespace else {
             throw FiregateError.invalidArgument("This client is configured for namespace \(namespace), not \(call.namespace).")
         }
@@ -90,7 +93,8 @@ struct ClientTreeRoutes {
         var state = TreeWriteState.pending
         if waitForAck { state = await tree.outcome(of: id) }
         if case .rejected(let error) = state { throw error }
-        var headers = ClientTreeRoutes.readHeaders(fromCache: false, pending: !waitForAck)
+        // As on documents: a write answered at once is the local (cached) result.
+        var headers = ClientTreeRoutes.readHeaders(fromCache: !waitForAck, pending: !waitForAck)
         headers[ClientTreeRoutes.writeIDHeader] = "t\(id)"
         headers[ClientTreeRoutes.writeStateHeader] = state.name
         var body = local()
