@@ -14,13 +14,45 @@ extension EdgeClient {
         return auth.json.withMember("writesPaused", .bool(writesPaused))
     }
 
+    /// The signed-in user's uid; "" when signed out.
+    var currentUser: String { auth?.uid ?? "" }
+
     /// PUT /clients/{id}/auth: a new user or token (writes paused by an expired token resume).
+    /// Another uid switches the documents' mutation queue, as the SDK's user change does.
     public func setAuth(_ json: JSON) async throws(FiregateError) -> JSON {
+        let previousUser = currentUser
         auth = try ClientAuth.parse(json)
+        if currentUser != previousUser { switchMutationQueue(from: previousUser) }
         if settings.persistence == .persistent { TreeCacheStorage(store: backend.store, clientID: id).saveAuth(auth?.json) }
         await updateTreeLink()
         pumpWrites()
         return authJSON
+    }
+
+    /// The user changed: the old user's pending writes stop being visible and being sent; the
+    /// new user's (kept from an earlier sign-in) come back. `waitForPendingWrites` calls end.
+    func switchMutationQueue(from previousUser: String) {
+        let nextID = parkedQueues.values.reduce(queue.nextID) { Swift.max($0, $1.nextID) }
+        if !queue.isEmpty { parkedQueues[previousUser] = queue }
+        var incoming = parkedQueues.removeValue(forKey: currentUser) ?? MutationQueue()
+        incoming.reserveIDs(from: nextID)
+        queue = incoming
+        for waiter in pendingWriteWaiters { waiter.continuation.resume(returning: false) }
+        pendingWriteWaiters.removeAll()
+        updateViews()
+        backend.operations.record(.client(client: id, action: "userChanged"))
+    }
+
+    /// Removes a batch from whichever user's queue holds it (an answer may arrive after the
+    /// user changed).
+    func takeBatch(_ batchID: Int64) -> MutationBatch? {
+        if let batch = queue.remove(batchID) { return batch }
+        for user in Array(parkedQueues.keys) {
+            guard let batch = parkedQueues[user]?.remove(batchID) else { continue }
+            if parkedQueues[user]?.isEmpty == true { parkedQueues.removeValue(forKey: user) }
+            return batch
+        }
+        return nil
     }
 
     /// A request or stream from the client: it is alive; a connection dropped by the

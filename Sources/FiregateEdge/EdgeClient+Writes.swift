@@ -124,7 +124,7 @@ extension EdgeClient {
     /// The server committed the batch: drop it from the queue and keep the committed version
     /// of each document until the watch confirms it.
     func acknowledge(_ batch: MutationBatch, _ result: CommitResult) {
-        guard queue.remove(batch.id) != nil else { return }
+        guard takeBatch(batch.id) != nil else { return }
         storage?.deleteMutation(id: batch.id)
         // The batch no longer holds its documents (removeMutationReference).
         targetCache.beginOperation()
@@ -151,7 +151,7 @@ extension EdgeClient {
 
     /// The server refused the batch for good: drop it and revert the local view.
     func reject(_ batch: MutationBatch, _ error: FiregateError) {
-        guard queue.remove(batch.id) != nil else { return }
+        guard takeBatch(batch.id) != nil else { return }
         storage?.deleteMutation(id: batch.id)
         targetCache.beginOperation()
         for path in batch.paths { touch(path) }

@@ -20,7 +20,10 @@ public actor EdgeClient {
     var remote = RemoteDocumentCache()
     /// Reads answered from the cache and documents dropped from it, for metrics.
     var cacheStatistics = CacheStatistics()
+    /// The signed-in user's mutation queue.
     var queue = MutationQueue()
+    /// Other users' queues, kept until that user signs in again (the SDK's per-user queues).
+    var parkedQueues: [String: MutationQueue] = [:]
     var writeStates: [Int64: WriteState] = [:]
     /// Every query listened to, its server result's keys, and LRU sequence numbers.
     var targetCache = TargetCache()
@@ -144,7 +147,10 @@ public actor EdgeClient {
             batches.append(MutationBatch(id: batchID, localWriteTime: time, writes: writes))
             states[batchID] = .pending
         }
-        var queue = MutationQueue()
+        /// The signed-in user's mutation queue.
+    var queue = MutationQueue()
+    /// Other users' queues, kept until that user signs in again (the SDK's per-user queues).
+    var parkedQueues: [String: MutationQueue] = [:]
         queue.restore(batches)
         return (remote, queue, states, targetCache)
     }
@@ -282,9 +288,12 @@ public actor EdgeClient {
         var lost = 0
         if settings.persistence == .memory {
             auth = nil  // FirebaseAuth keeps the user on disk only with persistence
-            lost = queue.count
-            for batch in queue.batches { finish(batch.id, .rejected(FiregateError(.cancelled, "The write was lost when the app restarted without persistence."))) }
+            for batch in queue.batches + parkedQueues.values.flatMap(\.batches) {
+                finish(batch.id, .rejected(FiregateError(.cancelled, "The write was lost when the app restarted without persistence.")))
+                lost += 1
+            }
             queue.removeAll()
+            parkedQueues.removeAll()
             remote.removeAll()
             remote.indexes.removeAll()
             targetCache.removeAll()
@@ -312,8 +321,11 @@ public actor EdgeClient {
             throw .clientState("Persistence can only be cleared before a Firestore instance is initialized or after it is terminated.")
         }
         await treeSync?.clearPersistence()
-        for batch in queue.batches { finish(batch.id, .rejected(FiregateError(.cancelled, "The write was cleared with the persistence."))) }
+        for batch in queue.batches + parkedQueues.values.flatMap(\.batches) {
+            finish(batch.id, .rejected(FiregateError(.cancelled, "The write was cleared with the persistence.")))
+        }
         queue.removeAll()
+        parkedQueues.removeAll()
         remote.removeAll()
         remote.indexes.removeAll()
         targetCache.removeAll()

@@ -101,7 +101,6 @@ UNMAPPABLE_STEPS = OrderedDict([
     ("watchFilter", "watchFilter (existence/bloom filter)"),
     ("watchReset", "watchReset (target reset)"),
     ("watchStreamClose", "watchStreamClose (watch stream error injection)"),
-    ("changeUser", "changeUser (per-user mutation queues)"),
     ("loadBundle", "loadBundle (bundles)"),
     ("failDatabase", "failDatabase (persistence fault injection)"),
     ("applyClientState", "applyClientState (multi-tab)"),
@@ -115,7 +114,7 @@ UNMAPPABLE_STEPS = OrderedDict([
 KNOWN_ACTIONS = {
     "userListen", "userUnlisten", "userSet", "userPatch", "userDelete", "watchAck", "watchEntity",
     "watchCurrent", "watchSnapshot", "watchRemove", "writeAck", "failWrite", "enableNetwork",
-    "restart", "shutdown", "clearPersistence", "waitForPendingWrites", "drainQueue", "triggerLruGC",
+    "restart", "shutdown", "clearPersistence", "waitForPendingWrites", "drainQueue", "triggerLruGC", "changeUser",
 } | set(UNMAPPABLE_STEPS)
 
 STEP_EXPECTATION_KEYS = {"clientIndex", "expectedSnapshotEvents", "expectedState",
@@ -557,6 +556,7 @@ def classify(spec: dict, mode: str) -> list[str]:
     active: dict = {}  # targetId -> {"cache": bool, "current": bool, "query": spec query}
     network = True
     write_queue: list[list[str]] = []
+    user, parked_writes = None, {}  # the signed-in user; other users' queues
     known_version: dict = {}
     watch_version: dict = {}  # key -> version of the last global snapshot that carried it
     unsnapped: list = []
@@ -600,11 +600,17 @@ def classify(spec: dict, mode: str) -> list[str]:
                 unacked_removal.clear()
                 for t in active.values():
                     t["current"] = False
+        elif "changeUser" in step:
+            if step["changeUser"] != user:
+                parked_writes[user] = write_queue
+                user = step["changeUser"]
+                write_queue = parked_writes.pop(user, [])
         elif "restart" in step or "shutdown" in step:
             active.clear()
             unacked_removal.clear()
             if mode == "memory":
                 write_queue.clear()
+                parked_writes.clear()
         elif "watchCurrent" in step:
             for tid in step["watchCurrent"][0]:
                 if unacked_removal[tid] and tid in active:
@@ -735,6 +741,8 @@ class SpecRun:
         self.unsnapped: list = []  # (key, version) sent by watch since the last global snapshot
         self.watch_version: dict = {}  # key -> version watch delivered (at a global snapshot)
         self.spec_writes: list = []  # keys of each not yet acknowledged/rejected write, in order
+        self.user = None  # the signed-in user (changeUser); other users' spec_writes are parked
+        self.parked_writes: dict = {}
 
     # -- http helpers ---------------------------------------------------------------------------
     def call(self, method, url, expect=(200,), **kw):
@@ -860,6 +868,14 @@ class SpecRun:
         elif "shutdown" in step:
             self.call("POST", f"{self.cbase}:terminate", json={})
             self.forget_session()
+        elif "changeUser" in step:
+            # A user change switches the client's mutation queue, as the SDK's does.
+            if step["changeUser"] != self.user:
+                self.parked_writes[self.user] = self.spec_writes
+                self.user = step["changeUser"]
+                self.spec_writes = self.parked_writes.pop(self.user, [])
+            uid = step["changeUser"]
+            self.call("PUT", f"{self.cbase}/auth", json={"uid": uid} if uid else {})
         elif "clearPersistence" in step:
             self.call("POST", f"{self.cbase}:clearPersistence", json={})
         elif "waitForPendingWrites" in step:
@@ -882,6 +898,7 @@ class SpecRun:
         self.targets.clear()
         if self.mode == "memory":
             self.spec_writes = []  # a memory mutation queue does not survive
+            self.parked_writes = {}
 
     def synthesize_deletes(self, t: dict):
         """A fresh target turned CURRENT: what watch sent since its ack is the whole result, so

@@ -54,6 +54,11 @@ public struct MutationQueue: Sendable {
         byteSize = batches.reduce(0) { $0 + $1.byteSize }
     }
 
+    /// Makes the next batch id at least `id`: ids stay unique over every user's queue.
+    public mutating func reserveIDs(from id: Int64) {
+        nextID = Swift.max(nextID, id)
+    }
+
     public mutating func add(writes: [Write], localWriteTime: Timestamp) -> MutationBatch {
         let batch = MutationBatch(id: nextID, localWriteTime: localWriteTime, writes: writes)
         nextID += 1
