@@ -93,7 +93,8 @@ extension EdgeClient {
             outcome = .failure(FiregateError(status, "The write was rejected by the injected network condition (\(status.rawValue))."))
         } else {
             do {
-                outcome = .success(try await database.commit(batch.writes))
+                // The batch leaves the on-disk queue in the commit's own transaction.
+                outcome = .success(try await database.commit(batch.writes, companion: storage?.mutationRemoval(id: batch.id)))
             } catch {
                 outcome = .failure(error)
             }
@@ -121,11 +122,10 @@ extension EdgeClient {
         }
     }
 
-    /// The server committed the batch: drop it from the queue and keep the committed version
-    /// of each document until the watch confirms it.
+    /// The server committed the batch (whose commit removed it from the on-disk queue): drop it
+    /// from the queue and keep the committed version of each document until the watch confirms it.
     func acknowledge(_ batch: MutationBatch, _ result: CommitResult) {
         guard queue.remove(batch.id) != nil else { return }
-        storage?.deleteMutation(id: batch.id)
         // The batch no longer holds its documents (removeMutationReference).
         targetCache.beginOperation()
         for path in batch.paths { targetCache.touch(path) }

@@ -189,8 +189,19 @@ public struct EdgeCacheStorage: Sendable {
     }
 
     public func deleteMutation(id batchID: Int64) {
+        enqueue(mutationDeletion(id: batchID))
+    }
+
+    /// The removal of a queued batch, to run in the transaction of the backend commit that
+    /// applies it: a crash then leaves the batch either committed and gone from the queue, or
+    /// neither — never sent twice after a restart.
+    public func mutationRemoval(id batchID: Int64) -> any CommitCompanion {
+        SQLiteCommitCompanion(store: store, work: mutationDeletion(id: batchID))
+    }
+
+    func mutationDeletion(id batchID: Int64) -> GroupCommitter.Work {
         let id = clientID
-        enqueue { db in
+        return { db in
             try db.execute(sql: "DELETE FROM edge_mutations WHERE client_id = ? AND batch_id = ?", arguments: [id, batchID])
         }
     }
