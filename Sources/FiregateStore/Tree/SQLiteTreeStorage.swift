@@ -55,8 +55,11 @@ public final class SQLiteTreeStorage: TreeStorage {
         case .deleteSubtree(let path) where path.isEmpty:
             try db.cachedStatement(sql: "DELETE FROM tree_node WHERE ns = ?").execute(arguments: [namespace])
         case .deleteSubtree(let path):
-            try db.cachedStatement(sql: "DELETE FROM tree_node WHERE ns = ? AND (path = ? OR (path >= ? AND path < ?))")
-                .execute(arguments: [namespace, path, path + "/", path + "0"])
+            // Two statements: SQLite plans `path = ? OR (path >= ? AND path < ?)` as a scan of
+            // the whole namespace, which made a PATCH cost its paths × the namespace's rows.
+            try db.cachedStatement(sql: "DELETE FROM tree_node WHERE ns = ? AND path = ?").execute(arguments: [namespace, path])
+            try db.cachedStatement(sql: "DELETE FROM tree_node WHERE ns = ? AND path >= ? AND path < ?")
+                .execute(arguments: [namespace, path + "/", path + "0"])
         case .deleteRow(let path):
             try db.cachedStatement(sql: "DELETE FROM tree_node WHERE ns = ? AND path = ?").execute(arguments: [namespace, path])
         case .putRow(let row):
