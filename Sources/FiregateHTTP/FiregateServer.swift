@@ -68,9 +68,10 @@ public enum FiregateServer {
         )
     }
 
-    /// HTTP/1.1 with connections that end once the server has closed its side (see `LingeringClose`).
+    /// HTTP/1.1 with a JSON answer to unparsable requests, and connections that end once the
+    /// server has closed its side (see `UnparsableRequestAnswer`, `LingeringClose`).
     static var http1Configuration: HTTP1Channel.Configuration {
-        HTTP1Channel.Configuration(additionalChannelHandlers: [LingeringClose()])
+        HTTP1Channel.Configuration(additionalChannelHandlers: [LingeringClose(), UnparsableRequestAnswer()])
     }
 
     static func tlsConfiguration(_ configuration: ServerConfiguration) throws -> TLSConfiguration {
