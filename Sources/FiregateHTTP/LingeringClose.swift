@@ -8,14 +8,18 @@ import NIOHTTPTypes
 /// Hummingbird half-closes after such an answer and waits for the client to close, but no
 /// longer reads: a client still sending a body the route never read (a 4 MiB PUT refused at
 /// once) blocks on full socket buffers without reading the answer, and a client that hung up
-/// is never noticed, so the connection and its buffers stayed forever.
+/// is never noticed, so the connection and its buffers stayed forever. A client that neither
+/// stops sending nor closes is cut off after `limit`.
 final class LingeringClose: ChannelDuplexHandler, RemovableChannelHandler {
     typealias InboundIn = HTTPRequestPart
     typealias InboundOut = HTTPRequestPart
     typealias OutboundIn = HTTPResponsePart
     typealias OutboundOut = HTTPResponsePart
 
+    static let limit = TimeAmount.seconds(30)
+
     private var draining = false
+    private var cutOff: Scheduled<Void>?
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         guard !draining else { return }
@@ -38,6 +42,11 @@ final class LingeringClose: ChannelDuplexHandler, RemovableChannelHandler {
         if mode == .output, !draining {
             draining = true
             context.read()
+            cutOff = context.eventLoop.assumeIsolated().scheduleTask(in: LingeringClose.limit) { context.close(promise: nil) }
         }
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        cutOff?.cancel()
     }
 }
