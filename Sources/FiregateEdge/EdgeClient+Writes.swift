@@ -16,9 +16,14 @@ extension EdgeClient {
         let batch = queue.add(writes: writes, localWriteTime: now())
         writeStates[batch.id] = .pending
         if settings.persistence == .persistent, let storage {
+            let json = JSON.array(writes.map { $0.json(database: settings.databaseID) })
             do {
-                try await storage.saveMutation(id: batch.id, localWriteTime: batch.localWriteTime,
-                                               writes: .array(writes.map { $0.json(database: settings.databaseID) }))
+                // Queued while this actor still runs (the body of the continuation runs at once):
+                // the pump may send the batch during the wait, and its commit must not remove
+                // the batch from the disk before the batch is saved there.
+                try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+                    storage.saveMutation(id: batch.id, localWriteTime: batch.localWriteTime, writes: json) { continuation.resume(with: $0) }
+                }
             } catch {
                 queue.remove(batch.id)
                 writeStates[batch.id] = nil

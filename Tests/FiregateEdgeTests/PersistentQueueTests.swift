@@ -1,5 +1,6 @@
 import FiregateBackend
 import FiregateModel
+import FiregateStore
 import Foundation
 import GRDB
 import XCTest
@@ -28,5 +29,35 @@ final class PersistentQueueTests: XCTestCase {
             XCTAssertEqual(try queuedOnDisk(), [], "write \(n) is still queued on disk after its acknowledgement")
             XCTAssertNotNil(try backend.documents.database(DatabaseID(project: "p")).get(path).value)
         }
+    }
+
+    /// Writes arriving one after another while the pipeline sends: a batch may be sent before
+    /// its save reached the disk, and its removal must still come after that save. Sixteen
+    /// clients at once make the race likely (half the runs left a batch on disk before the fix).
+    func testWritesWhileSendingLeaveNoAcknowledgedBatchOnDisk() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("edge-queue-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let backend = try await Backend(directory: directory, defaultProject: "p", extraMigrations: EdgeClients.migrations)
+        let clients = EdgeClients(backend: backend)
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for c in 0..<16 {
+                group.addTask {
+                    let client = clients.client("w\(c)")
+                    try await client.configure(["persistence": "persistent"])
+                    var last: Int64 = 0
+                    for n in 0..<200 {
+                        let path = ResourcePath(["c", "w\(c)-\(n)"])
+                        last = try await client.write([Write(path: path, operation: .update(fields: ["n": .integer(Int64(n))], mask: nil))]).id
+                    }
+                    guard case .acknowledged = await client.waitForAck(last, timeoutMs: 30_000) else { throw CancellationError() }
+                }
+            }
+            try await group.waitForAll()
+        }
+        try await EdgeCacheStorage(store: backend.store, clientID: "w0").flush()
+        let left = try await backend.store.writer.read { db in
+            try String.fetchAll(db, sql: "SELECT client_id || ':' || batch_id FROM edge_mutations")
+        }
+        XCTAssertEqual(left, [], "acknowledged batches still queued on disk: sent again after a restart")
     }
 }

@@ -178,14 +178,16 @@ public struct EdgeCacheStorage: Sendable {
         }
     }
 
-    /// Saves a queued write and returns once it is durable: a write the app was told about
-    /// survives a crash.
-    public func saveMutation(id batchID: Int64, localWriteTime: Timestamp, writes: JSON) async throws {
+    /// Queues the save of a write batch before returning, so it reaches the disk before any
+    /// commit queued later removes it; `onDurable` reports when it is there (a write the app was
+    /// told about survives a crash) or that it failed.
+    public func saveMutation(id batchID: Int64, localWriteTime: Timestamp, writes: JSON,
+                             onDurable: @escaping GroupCommitter.Completion) {
         let id = clientID, data = Data(JSONWriter.bytes(writes))
-        try await store.committer.commit { db in
+        store.committer.enqueue({ db in
             try db.execute(sql: "INSERT OR REPLACE INTO edge_mutations (client_id, batch_id, local_write_us, writes) VALUES (?, ?, ?, ?)",
                            arguments: [id, batchID, localWriteTime.microseconds, data])
-        }
+        }, completion: onDurable)
     }
 
     public func deleteMutation(id batchID: Int64) {
