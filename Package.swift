@@ -41,6 +41,7 @@ let package = Package(
         .target(name: "FiregateHTTP", dependencies: [
             "FiregateModel", "FiregateStore", "FiregateBackend", "FiregateEdge", "CZlib",
             .product(name: "Hummingbird", package: "hummingbird"),
+            .product(name: "HummingbirdCore", package: "hummingbird"),
             .product(name: "HummingbirdTLS", package: "hummingbird"),
             .product(name: "NIOSSL", package: "swift-nio-ssl"),
             .product(name: "NIOCore", package: "swift-nio"),

@@ -1,5 +1,6 @@
 import FiregateModel
 import HTTPTypes
+import HummingbirdCore
 import NIOCore
 import NIOHTTP1
 import NIOHTTPTypes
@@ -45,10 +46,14 @@ final class UnparsableRequestAnswer: ChannelDuplexHandler, RemovableChannelHandl
         context.close(mode: .output, promise: nil)
     }
 
+    /// The parser's limit for a request line and its headers (Hummingbird's default decoder
+    /// configuration, which the server keeps).
+    static let headLimitKB = HTTP1Channel.Configuration.DecoderConfiguration().maxHeaderListSize / 1024
+
     static func error(for parseError: HTTPParserError) -> FiregateError {
         switch parseError {
         case .headerOverflow:
-            .invalidArgument("The request line and headers are too large: at most 80 KB are accepted.")
+            .invalidArgument("The request line and headers are too large: at most \(headLimitKB) KB are accepted.")
         default:
             .invalidArgument("The request is not valid HTTP/1.1 (\(parseError)).")
         }
