@@ -18,6 +18,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
         .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.37.6"),
+        .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.3"),
+        .package(url: "https://github.com/apple/swift-nio-extras.git", from: "1.35.2"),
     ],
     targets: [
         // zlib from the system (zlib1g-dev): gzip of exports and large responses.
@@ -39,8 +41,12 @@ let package = Package(
         .target(name: "FiregateHTTP", dependencies: [
             "FiregateModel", "FiregateStore", "FiregateBackend", "FiregateEdge", "CZlib",
             .product(name: "Hummingbird", package: "hummingbird"),
+            .product(name: "HummingbirdCore", package: "hummingbird"),
             .product(name: "HummingbirdTLS", package: "hummingbird"),
             .product(name: "NIOSSL", package: "swift-nio-ssl"),
+            .product(name: "NIOCore", package: "swift-nio"),
+            .product(name: "NIOHTTP1", package: "swift-nio"),
+            .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
             .product(name: "Metrics", package: "swift-metrics"),
             .product(name: "Prometheus", package: "swift-prometheus"),
             .product(name: "HTTPTypes", package: "swift-http-types"),

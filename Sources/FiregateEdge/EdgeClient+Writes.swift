@@ -16,9 +16,14 @@ extension EdgeClient {
         let batch = queue.add(writes: writes, localWriteTime: now())
         writeStates[batch.id] = .pending
         if settings.persistence == .persistent, let storage {
+            let json = JSON.array(writes.map { $0.json(database: settings.databaseID) })
             do {
-                try await storage.saveMutation(id: batch.id, localWriteTime: batch.localWriteTime,
-                                               writes: .array(writes.map { $0.json(database: settings.databaseID) }))
+                // Queued while this actor still runs (the body of the continuation runs at once):
+                // the pump may send the batch during the wait, and its commit must not remove
+                // the batch from the disk before the batch is saved there.
+                try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+                    storage.saveMutation(id: batch.id, localWriteTime: batch.localWriteTime, writes: json) { continuation.resume(with: $0) }
+                }
             } catch {
                 queue.remove(batch.id)
                 writeStates[batch.id] = nil
@@ -93,7 +98,8 @@ extension EdgeClient {
             outcome = .failure(FiregateError(status, "The write was rejected by the injected network condition (\(status.rawValue))."))
         } else {
             do {
-                outcome = .success(try await database.commit(batch.writes))
+                // The batch leaves the on-disk queue in the commit's own transaction.
+                outcome = .success(try await database.commit(batch.writes, companion: storage?.mutationRemoval(id: batch.id)))
             } catch {
                 outcome = .failure(error)
             }
@@ -121,11 +127,10 @@ extension EdgeClient {
         }
     }
 
-    /// The server committed the batch: drop it from the queue and keep the committed version
-    /// of each document until the watch confirms it.
+    /// The server committed the batch (whose commit removed it from the on-disk queue): drop it
+    /// from the queue and keep the committed version of each document until the watch confirms it.
     func acknowledge(_ batch: MutationBatch, _ result: CommitResult) {
         guard takeBatch(batch.id) != nil else { return }
-        storage?.deleteMutation(id: batch.id)
         // The batch no longer holds its documents (removeMutationReference).
         targetCache.beginOperation()
         for path in batch.paths { targetCache.touch(path) }

@@ -56,9 +56,9 @@ public enum FiregateServer {
         let clients = clients ?? EdgeClients(backend: backend)
         var logger = Logger(label: "firegate")
         logger.logLevel = configuration.logLevel
-        var server: HTTPServerBuilder = .http1()
+        var server: HTTPServerBuilder = .http1(configuration: http1Configuration)
         if configuration.tlsCertificatePath != nil || configuration.tlsKeyPath != nil {
-            server = try .tls(.http1(), tlsConfiguration: try tlsConfiguration(configuration))
+            server = try .tls(.http1(configuration: http1Configuration), tlsConfiguration: try tlsConfiguration(configuration))
         }
         return Application(
             responder: makeResponder(backend: backend, clients: clients, configuration: configuration, logger: logger),
@@ -66,6 +66,12 @@ public enum FiregateServer {
             configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "firegate"),
             logger: logger
         )
+    }
+
+    /// HTTP/1.1 with a JSON answer to unparsable requests, and connections that end once the
+    /// server has closed its side (see `UnparsableRequestAnswer`, `LingeringClose`).
+    static var http1Configuration: HTTP1Channel.Configuration {
+        HTTP1Channel.Configuration(additionalChannelHandlers: [LingeringClose(), UnparsableRequestAnswer()])
     }
 
     static func tlsConfiguration(_ configuration: ServerConfiguration) throws -> TLSConfiguration {

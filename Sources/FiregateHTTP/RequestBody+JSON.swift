@@ -38,13 +38,14 @@ extension Request {
         return body
     }
 
-    /// Query parameters decoded, in order, repeats kept (`mask.fieldPaths=a&mask.fieldPaths=b`).
-    var queryItems: [(name: String, value: String)] {
+    /// Query parameters decoded, in order, repeats kept (`mask.fieldPaths=a&mask.fieldPaths=b`);
+    /// INVALID_ARGUMENT when one does not decode to UTF-8.
+    func queryItems() throws(FiregateError) -> [(name: String, value: String)] {
         guard let query = uri.query, !query.isEmpty else { return [] }
-        return query.split(separator: "&", omittingEmptySubsequences: true).map { pair in
+        return try query.split(separator: "&", omittingEmptySubsequences: true).map { pair throws(FiregateError) in
             let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
-            let name = PercentDecoding.decode(String(parts[0]), plusAsSpace: true)
-            let value = parts.count > 1 ? PercentDecoding.decode(String(parts[1]), plusAsSpace: true) : ""
+            let name = try PercentDecoding.decode(String(parts[0]), plusAsSpace: true)
+            let value = parts.count > 1 ? try PercentDecoding.decode(String(parts[1]), plusAsSpace: true) : ""
             return (name, value)
         }
     }

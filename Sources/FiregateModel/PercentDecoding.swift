@@ -1,7 +1,9 @@
 /// Percent-decoding of URL paths and query strings (`%28default%29` → `(default)`).
 public enum PercentDecoding {
-    /// Decodes `%XX` escapes; invalid escapes are kept literally. Invalid UTF-8 is repaired.
-    public static func decode(_ text: String, plusAsSpace: Bool = false) -> String {
+    /// Decodes `%XX` escapes; invalid escapes are kept literally. Throws INVALID_ARGUMENT when
+    /// the decoded bytes are not UTF-8 (repairing them to U+FFFD would let different paths name
+    /// the same key).
+    public static func decode(_ text: String, plusAsSpace: Bool = false) throws(FiregateError) -> String {
         guard text.utf8.contains(where: { $0 == UInt8(ascii: "%") || (plusAsSpace && $0 == UInt8(ascii: "+")) }) else { return text }
         var out: [UInt8] = []
         out.reserveCapacity(text.utf8.count)
@@ -20,7 +22,10 @@ public enum PercentDecoding {
                 i += 1
             }
         }
-        return String(decoding: out, as: UTF8.self)
+        guard let decoded = String(validating: out, as: UTF8.self) else {
+            throw .invalidArgument("Invalid percent-encoding in \"\(text)\": the decoded bytes are not valid UTF-8.")
+        }
+        return decoded
     }
 
     static func hexValue(_ b: UInt8) -> UInt8? {

@@ -181,12 +181,20 @@ final class JSONMemberTests: XCTestCase {
         XCTAssertEqual(Set(Status.allCases.map(\.code)).count, 17)
     }
 
-    func testPercentDecoding() {
-        XCTAssertEqual(PercentDecoding.decode("%28default%29"), "(default)")
-        XCTAssertEqual(PercentDecoding.decode("a+b%2Bc", plusAsSpace: true), "a b+c")
-        XCTAssertEqual(PercentDecoding.decode("a+b"), "a+b")
-        XCTAssertEqual(PercentDecoding.decode("100%"), "100%")
-        XCTAssertEqual(PercentDecoding.decode("%zz%4"), "%zz%4")
-        XCTAssertEqual(PercentDecoding.decode("%C3%A9"), "é")
+    func testPercentDecoding() throws {
+        XCTAssertEqual(try PercentDecoding.decode("%28default%29"), "(default)")
+        XCTAssertEqual(try PercentDecoding.decode("a+b%2Bc", plusAsSpace: true), "a b+c")
+        XCTAssertEqual(try PercentDecoding.decode("a+b"), "a+b")
+        XCTAssertEqual(try PercentDecoding.decode("100%"), "100%")
+        XCTAssertEqual(try PercentDecoding.decode("%zz%4"), "%zz%4")
+        XCTAssertEqual(try PercentDecoding.decode("%C3%A9"), "é")
+    }
+
+    func testPercentDecodingRefusesBytesThatAreNotUTF8() {
+        for text in ["%FF", "a%C3%28b", "%ED%A0%80", "%C3"] {
+            XCTAssertThrowsError(try PercentDecoding.decode(text), text) { error in
+                XCTAssertEqual((error as? FiregateError)?.status, .invalidArgument, text)
+            }
+        }
     }
 }

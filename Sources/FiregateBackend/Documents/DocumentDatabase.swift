@@ -193,8 +193,10 @@ public final class DocumentDatabase: Sendable {
 
     // MARK: Writes
 
-    /// Applies `writes` atomically with one commit time; returns once durable.
-    public func commit(_ writes: [Write], transaction: String? = nil) async throws(FiregateError) -> CommitResult {
+    /// Applies `writes` atomically with one commit time; returns once durable. `companion`
+    /// becomes durable in the same storage transaction (even when nothing changes).
+    public func commit(_ writes: [Write], transaction: String? = nil,
+                       companion: (any CommitCompanion)? = nil) async throws(FiregateError) -> CommitResult {
         guard writes.count <= DocumentLimits.maxWritesPerCommit else {
             throw .invalidArgument("A maximum of 500 writes allowed per request.")
         }
@@ -208,7 +210,7 @@ public final class DocumentDatabase: Sendable {
                     throw DocumentDatabase.contention
                 }
             }
-            return try apply(writes, in: &state)
+            return try apply(writes, in: &state, companion: companion)
         }
         do {
             try await signal.wait()
@@ -255,7 +257,8 @@ public final class DocumentDatabase: Sendable {
     }
 
     /// Applies writes to the state (all or nothing) and queues them for durability.
-    func apply(_ writes: [Write], in state: inout DatabaseState) throws(FiregateError) -> (CommitResult, DurabilitySignal) {
+    func apply(_ writes: [Write], in state: inout DatabaseState,
+               companion: (any CommitCompanion)? = nil) throws(FiregateError) -> (CommitResult, DurabilitySignal) {
         if state.recovering {
             throw .unavailable("The database is recovering from a storage failure; retry the write.")
         }
@@ -297,14 +300,18 @@ public final class DocumentDatabase: Sendable {
         let signal = DurabilitySignal()
         let result = CommitResult(commitTime: commitTime, writeResults: results)
         guard !changes.isEmpty else {
-            signal.complete(.success(()))
+            if let companion {
+                storage.enqueue(DocumentPersistBatch(database: id, upserts: [], deletes: [], companion: companion)) { signal.complete($0) }
+            } else {
+                signal.complete(.success(()))
+            }
             return (result, signal)
         }
         state.sequence += 1
         let record = CommitRecord(sequence: state.sequence, commitTime: commitTime, changes: changes)
         state.record(record)
         let feed = self.feed
-        storage.enqueue(DocumentPersistBatch(database: id, upserts: upserts, deletes: deletes)) { [self] outcome in
+        storage.enqueue(DocumentPersistBatch(database: id, upserts: upserts, deletes: deletes, companion: companion)) { [self] outcome in
             switch outcome {
             case .success:
                 feed.publish(record)

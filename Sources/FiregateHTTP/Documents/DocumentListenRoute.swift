@@ -17,7 +17,7 @@ struct DocumentListenRoute {
     let frames: ListenFrameCache
 
     func open(_ path: ResourcePath, _ request: Request) async throws(FiregateError) -> Response {
-        let params = QueryParameters(request)
+        let params = try QueryParameters(request)
         let queryJSON = try await ListenQueryParameter.structuredQuery(params, request)
         let lastEventID = request.headers[HTTPField.Name("Last-Event-ID")!] ?? params.first("lastEventId")
         let resumeAfter = lastEventID.flatMap { database.sequence(fromResumeToken: $0) }

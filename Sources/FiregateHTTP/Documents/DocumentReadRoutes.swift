@@ -5,7 +5,7 @@ import Hummingbird
 /// get, list, batchGet, runQuery, runAggregationQuery and listCollectionIds.
 extension DocumentRoutes {
     func getDocument(_ database: DocumentDatabase, _ path: ResourcePath, _ request: Request) async throws(FiregateError) -> Response {
-        let params = QueryParameters(request)
+        let params = try QueryParameters(request)
         let mask = try params.mask()
         let consistency = try params.consistency()
         if mask == nil, consistency == .latest {
@@ -22,7 +22,7 @@ extension DocumentRoutes {
     }
 
     func listDocuments(_ database: DocumentDatabase, _ collection: ResourcePath, _ request: Request) throws(FiregateError) -> Response {
-        let params = QueryParameters(request)
+        let params = try QueryParameters(request)
         let mask = try params.mask()
         let pageSize = try params.int("pageSize")
         let offset = try PageToken.offset(params.first("pageToken"))

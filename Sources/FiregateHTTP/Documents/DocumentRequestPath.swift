@@ -30,7 +30,7 @@ struct DocumentRequestPath {
                 segments[segments.count - 1] = last
             }
         }
-        segments = segments.map { PercentDecoding.decode($0) }
+        segments = try segments.map { segment throws(FiregateError) in try PercentDecoding.decode(segment) }
         guard segments.count >= 5, segments[0] == "projects", segments[2] == "databases", segments[4] == "documents",
               !segments[1].isEmpty, !segments[3].isEmpty
         else {

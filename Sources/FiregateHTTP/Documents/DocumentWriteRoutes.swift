@@ -5,7 +5,7 @@ import Hummingbird
 /// createDocument, patch, delete, commit, batchWrite, beginTransaction and rollback.
 extension DocumentRoutes {
     func createDocument(_ database: DocumentDatabase, _ collection: ResourcePath, _ request: Request) async throws(FiregateError) -> Response {
-        let params = QueryParameters(request)
+        let params = try QueryParameters(request)
         let body = try await request.jsonObjectBody()
         let id = params.first("documentId").flatMap { $0.isEmpty ? nil : $0 } ?? AutoID.make()
         try ResourcePath.validateID(id)
@@ -21,7 +21,7 @@ extension DocumentRoutes {
     }
 
     func patchDocument(_ database: DocumentDatabase, _ path: ResourcePath, _ request: Request) async throws(FiregateError) -> Response {
-        let params = QueryParameters(request)
+        let params = try QueryParameters(request)
         let body = try await request.jsonObjectBody()
         if let name = body.member("name")?.stringValue, !name.isEmpty, try database.id.path(fromName: name) != path {
             throw .invalidArgument("The document name in the body does not match the URL.")
@@ -44,7 +44,7 @@ extension DocumentRoutes {
     }
 
     func deleteDocument(_ database: DocumentDatabase, _ path: ResourcePath, _ request: Request) async throws(FiregateError) -> Response {
-        let params = QueryParameters(request)
+        let params = try QueryParameters(request)
         _ = try await database.commit([Write(path: path, operation: .delete, precondition: try params.precondition())])
         return JSONResponse.make([:])
     }

@@ -7,8 +7,8 @@ import Hummingbird
 struct QueryParameters {
     private var values: [String: [String]] = [:]
 
-    init(_ request: Request) {
-        for (name, value) in request.queryItems {
+    init(_ request: Request) throws(FiregateError) {
+        for (name, value) in try request.queryItems() {
             let normalized = name.split(separator: ".", omittingEmptySubsequences: false).map { QueryParameters.camelCase(String($0)) }.joined(separator: ".")
             values[normalized, default: []].append(value)
         }

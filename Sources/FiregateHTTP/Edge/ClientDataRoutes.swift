@@ -31,7 +31,7 @@ struct ClientDataRoutes {
         guard target.database == settings.databaseID else {
             throw .invalidArgument("This client is configured for \(settings.databaseID.name), not \(target.database.name).")
         }
-        let params = QueryParameters(request)
+        let params = try QueryParameters(request)
         let method = DocumentRoutes.effectiveMethod(request)
         switch (method, target.verb) {
         case (.get, nil) where target.path.isDocument:

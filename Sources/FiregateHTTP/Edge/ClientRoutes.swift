@@ -36,7 +36,7 @@ struct ClientRoutes: Sendable {
             verb = String(rawID[rawID.index(after: colon)...])
             rawID = String(rawID[..<colon])
         }
-        let id = PercentDecoding.decode(rawID)
+        let id = try PercentDecoding.decode(rawID)
         guard !id.isEmpty, id.utf8.count <= 256 else { throw .invalidArgument("Invalid client id \"\(id)\".") }
         let prefixLength = "/clients/".utf8.count + idPart.utf8.count
         if subpath.hasPrefix("/v1/") {

@@ -17,7 +17,7 @@ struct ClientSessionRoutes {
             return JSONResponse.make(try await tree.addOnDisconnect(path: try ClientSessionRoutes.path(body["path"]), op: op, value: body["value"]))
         case (.delete, "/onDisconnect"):
             let tree = try await client.treeAccess()
-            let path = try ClientSessionRoutes.path(QueryParameters(request).first("path").map(JSON.string) ?? .string("/"))
+            let path = try ClientSessionRoutes.path(try QueryParameters(request).first("path").map(JSON.string) ?? .string("/"))
             return JSONResponse.make(["cancelled": .int(Int64(await tree.cancelOnDisconnect(path: path)))])
         case (.post, "/keepSynced"):
             let tree = try await client.treeAccess()
@@ -38,7 +38,7 @@ struct ClientSessionRoutes {
             guard let id = receipt.id else {
                 return JSONResponse.make(["committed": false, "value": receipt.value.json], headers: [ClientTreeRoutes.writeStateHeader: "acknowledged"])
             }
-            guard QueryParameters(request).first("waitFor") == "ack" else {
+            guard try QueryParameters(request).first("waitFor") == "ack" else {
                 return JSONResponse.make(["committed": true, "value": receipt.value.json],
                                          headers: [ClientTreeRoutes.writeIDHeader: "t\(id)", ClientTreeRoutes.writeStateHeader: "pending"])
             }

@@ -33,9 +33,9 @@ struct ClientTreeRoutes {
         guard call.namespace == namespace else {
             throw FiregateError.invalidArgument("This client is configured for namespace \(namespace), not \(call.namespace).")
         }
-        let parameters = Dictionary(request.queryItems.map { ($0.0, $0.1) }, uniquingKeysWith: { a, _ in a })
+        let parameters = Dictionary(try request.queryItems().map { ($0.0, $0.1) }, uniquingKeysWith: { a, _ in a })
         let key = TreeViewKey(path: path, query: call.query, parameters: parameters)
-        let waitForAck = QueryParameters(request).first("waitFor") == "ack"
+        let waitForAck = try QueryParameters(request).first("waitFor") == "ack"
         switch call.method {
         case .options:
             return TreeResponses.preflight()

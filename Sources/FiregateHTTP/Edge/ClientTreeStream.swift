@@ -11,8 +11,8 @@ import ServiceLifecycle
 /// types, as `observe(.childAdded)` does.
 enum ClientTreeStream {
     static func open(_ tree: TreeSync, key: TreeViewKey, request: Request, keepAliveSeconds: Double) async throws(FiregateError) -> Response {
-        let kinds = try kinds(QueryParameters(request).first("events"))
-        let format: TreeFormat = QueryParameters(request).first("format") == "export" ? .export : .plain
+        let kinds = try kinds(try QueryParameters(request).first("events"))
+        let format: TreeFormat = try QueryParameters(request).first("format") == "export" ? .export : .plain
         let events = await tree.listen(key, kinds: kinds)
         let interval = Duration.milliseconds(Int64(keepAliveSeconds * 1000))
         var headers = ServerSentEvents.headers

@@ -14,7 +14,11 @@ struct AdminToken: Sendable {
         if let header = request.headers[.authorization], header.lowercased().hasPrefix("bearer ") {
             presented = String(header.dropFirst("bearer ".count)).trimmingCharacters(in: .whitespaces)
         } else {
-            presented = request.queryItems.first { $0.name == "admin_token" }?.value
+            do {
+                presented = try request.queryItems().first { $0.name == "admin_token" }?.value
+            } catch {
+                return error
+            }
         }
         guard let presented else {
             return FiregateError(.unauthenticated, "This route needs the admin token: send Authorization: Bearer <token> or ?admin_token=<token>.")

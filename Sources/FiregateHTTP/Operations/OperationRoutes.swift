@@ -23,7 +23,7 @@ struct OperationRoutes: Sendable {
     }
 
     func emulator(_ request: Request, path: String) async throws(FiregateError) -> Response {
-        let segments = path.split(separator: "/", omittingEmptySubsequences: false).dropFirst().map { PercentDecoding.decode(String($0)) }
+        let segments = try path.split(separator: "/", omittingEmptySubsequences: false).dropFirst().map { segment throws(FiregateError) in try PercentDecoding.decode(String(segment)) }
         guard segments.count >= 3, segments[0] == "emulator", segments[1] == "v1" else { throw OperationRoutes.noRoute(request) }
         // DELETE /emulator/v1/projects/{p}/databases/{d}/documents: clear one database.
         if segments.count == 7, segments[2] == "projects", segments[4] == "databases", segments[6] == "documents" {

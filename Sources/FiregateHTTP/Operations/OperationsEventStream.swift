@@ -10,7 +10,7 @@ import ServiceLifecycle
 /// `?backlog=n` first replays up to the last n kept events; `Last-Event-ID` resumes after one.
 enum OperationsEventStream {
     static func open(_ request: Request, log: OperationsLog, keepAliveSeconds: Double) throws(FiregateError) -> Response {
-        let params = QueryParameters(request)
+        let params = try QueryParameters(request)
         let backlog = try params.int("backlog") ?? 0
         guard backlog >= 0 else { throw .invalidArgument("backlog must not be negative.") }
         var afterSeq: Int64?

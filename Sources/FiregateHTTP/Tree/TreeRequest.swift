@@ -33,7 +33,7 @@ struct TreeRequest {
     /// prefix).
     init(_ request: Request, defaultNamespace: String, location: String? = nil) throws(FiregateError) {
         var parameters: [String: String] = [:]
-        for (name, value) in request.queryItems { parameters[name] = value }
+        for (name, value) in try request.queryItems() { parameters[name] = value }
 
         let override = request.headers[HTTPField.Name("X-HTTP-Method-Override")!] ?? parameters["x-http-method-override"]
         let methodName = (override ?? request.method.rawValue).uppercased()
@@ -98,7 +98,7 @@ struct TreeRequest {
         while path.hasSuffix("/") && path.count > 1 { path = path.dropLast() }
         guard path.hasSuffix(".json") else { throw TreePath.invalidPathError }
         path = path.dropLast(5)
-        let decoded = PercentDecoding.decode(String(path))
+        let decoded = try PercentDecoding.decode(String(path))
         return try TreePath(validating: decoded)
     }
 

@@ -11,6 +11,11 @@ public struct TreeNodeDecoder {
     /// retry where the current tree is at hand.
     public static let needsServerValues = FiregateError(.failedPrecondition, "The value contains server values.")
 
+    /// A number beyond double range (`1e400`): JSON has no infinity, so it is refused rather
+    /// than stored as the string "Infinity".
+    public static let numberOutOfRangeError = FiregateError.invalidArgument(
+        "Invalid data; a number is out of the range of a double.")
+
     public static let invalidKeyError = FiregateError.invalidArgument(
         "Invalid data; couldn't parse JSON object, array, or value. Perhaps you're using invalid characters in your key names.")
 
@@ -39,7 +44,9 @@ public struct TreeNodeDecoder {
         case .null: return .empty
         case .bool(let b): return TreeNode(leaf: .bool(b))
         case .int(let i): return TreeNode(leaf: .int(i))
-        case .double(let d): return TreeNode(leaf: .double(d))
+        case .double(let d):
+            guard d.isFinite else { throw TreeNodeDecoder.numberOutOfRangeError }
+            return TreeNode(leaf: .double(d))
         case .string(let s):
             guard s.utf8.count <= TreeNodeDecoder.maxStringBytes else { throw TreeLimits.writeTooBig }
             return TreeNode(leaf: .string(s))
@@ -99,6 +106,7 @@ public struct TreeNodeDecoder {
     mutating func priorityLeaf(_ json: JSON) throws(FiregateError) -> TreeLeaf? {
         switch json {
         case .null: return nil
+        case .double(let d) where !d.isFinite: throw TreeNodeDecoder.numberOutOfRangeError
         case .int, .double, .string: return TreeLeaf(json: json)
         case .object(let fields) where fields[TreeKey.serverValue] != nil && fields.count == 1:
             keys.append(TreeKey.priority)

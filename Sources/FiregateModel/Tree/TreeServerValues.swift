@@ -17,7 +17,9 @@ public struct TreeServerValues {
         let existing = path.isPriority
             ? current(TreePath(keys: Array(path.keys.dropLast()))).priority
             : current(path).leaf
-        return TreeServerValues.increment(existing, by: delta)
+        let sum = TreeServerValues.increment(existing, by: delta)
+        if case .double(let d) = sum, !d.isFinite { throw TreeNodeDecoder.numberOutOfRangeError }
+        return sum
     }
 
     /// Throws unless `spec` is a server value this server knows.
@@ -26,7 +28,10 @@ public struct TreeServerValues {
         case .string("timestamp"): return
         case .object(let fields) where fields.count == 1:
             switch fields["increment"] {
-            case .int?, .double?: return
+            case .int?: return
+            case .double(let d)?:
+                guard d.isFinite else { throw TreeNodeDecoder.numberOutOfRangeError }
+                return
             default: throw unknown
             }
         default: throw unknown

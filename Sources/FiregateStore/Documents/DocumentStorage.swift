@@ -6,18 +6,22 @@ public struct DocumentPersistBatch: Sendable {
     public let database: DatabaseID
     public let upserts: [Document]
     public let deletes: [ResourcePath]
+    /// Work of another component to make durable in the same transaction (see `CommitCompanion`).
+    public let companion: (any CommitCompanion)?
 
-    public init(database: DatabaseID, upserts: [Document], deletes: [ResourcePath]) {
+    public init(database: DatabaseID, upserts: [Document], deletes: [ResourcePath], companion: (any CommitCompanion)? = nil) {
         self.database = database
         self.upserts = upserts
         self.deletes = deletes
+        self.companion = companion
     }
 }
 
 /// The narrow durability protocol of the document backend: SQLite today, PostgreSQL later.
 ///
 /// `enqueue` is called under the database's lock, so implementations must only queue;
-/// `onDurable` must be called in enqueue order, once the batch is durable or has failed.
+/// `onDurable` must be called in enqueue order, once the batch is durable or has failed. A
+/// batch's `companion` runs in the batch's own transaction, or the batch fails.
 public protocol DocumentStorage: Sendable {
     /// Every stored document of every database, for loading at start.
     func loadAll() throws -> [(DatabaseID, Document)]
@@ -35,6 +39,7 @@ public struct MemoryDocumentStorage: DocumentStorage {
     public init() {}
     public func loadAll() throws -> [(DatabaseID, Document)] { [] }
     public func enqueue(_ batch: DocumentPersistBatch, onDurable: @escaping @Sendable (Result<Void, any Error>) -> Void) {
+        batch.companion?.enqueueAlone()
         onDurable(.success(()))
     }
     public func enqueueClear(_ database: DatabaseID, onDurable: @escaping @Sendable (Result<Void, any Error>) -> Void) {

@@ -44,6 +44,12 @@ public struct SQLiteDocumentStorage: DocumentStorage {
         }
         let deletes = batch.deletes.map(\.canonical)
         let project = batch.database.project, database = batch.database.database
+        let companion = batch.companion.map { companion -> Result<GroupCommitter.Work, any Error> in
+            guard let own = companion as? SQLiteCommitCompanion, own.store === store else {
+                return .failure(UnsupportedCommitCompanion(companion: companion))
+            }
+            return .success(own.work)
+        }
         store.committer.enqueue({ db in
             for (path, fields, created, updated) in upserts {
                 try db.execute(
@@ -53,6 +59,7 @@ public struct SQLiteDocumentStorage: DocumentStorage {
             for path in deletes {
                 try db.execute(sql: "DELETE FROM documents WHERE project = ? AND database = ? AND path = ?", arguments: [project, database, path])
             }
+            try companion?.get()(db)
         }, completion: onDurable)
     }
 

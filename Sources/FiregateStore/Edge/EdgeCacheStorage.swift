@@ -178,19 +178,32 @@ public struct EdgeCacheStorage: Sendable {
         }
     }
 
-    /// Saves a queued write and returns once it is durable: a write the app was told about
-    /// survives a crash.
-    public func saveMutation(id batchID: Int64, localWriteTime: Timestamp, writes: JSON) async throws {
+    /// Queues the save of a write batch before returning, so it reaches the disk before any
+    /// commit queued later removes it; `onDurable` reports when it is there (a write the app was
+    /// told about survives a crash) or that it failed.
+    public func saveMutation(id batchID: Int64, localWriteTime: Timestamp, writes: JSON,
+                             onDurable: @escaping GroupCommitter.Completion) {
         let id = clientID, data = Data(JSONWriter.bytes(writes))
-        try await store.committer.commit { db in
+        store.committer.enqueue({ db in
             try db.execute(sql: "INSERT OR REPLACE INTO edge_mutations (client_id, batch_id, local_write_us, writes) VALUES (?, ?, ?, ?)",
                            arguments: [id, batchID, localWriteTime.microseconds, data])
-        }
+        }, completion: onDurable)
     }
 
     public func deleteMutation(id batchID: Int64) {
+        enqueue(mutationDeletion(id: batchID))
+    }
+
+    /// The removal of a queued batch, to run in the transaction of the backend commit that
+    /// applies it: a crash then leaves the batch either committed and gone from the queue, or
+    /// neither — never sent twice after a restart.
+    public func mutationRemoval(id batchID: Int64) -> any CommitCompanion {
+        SQLiteCommitCompanion(store: store, work: mutationDeletion(id: batchID))
+    }
+
+    func mutationDeletion(id batchID: Int64) -> GroupCommitter.Work {
         let id = clientID
-        enqueue { db in
+        return { db in
             try db.execute(sql: "DELETE FROM edge_mutations WHERE client_id = ? AND batch_id = ?", arguments: [id, batchID])
         }
     }

@@ -61,8 +61,11 @@ public final class SQLiteTreeStorage: TreeStorage {
         case .deleteSubtree(let path) where path.isEmpty:
             try db.cachedStatement(sql: "DELETE FROM \(table) WHERE \(owner) = ?").execute(arguments: [key])
         case .deleteSubtree(let path):
-            try db.cachedStatement(sql: "DELETE FROM \(table) WHERE \(owner) = ? AND (path = ? OR (path >= ? AND path < ?))")
-                .execute(arguments: [key, path, path + "/", path + "0"])
+            // Two statements: SQLite plans `path = ? OR (path >= ? AND path < ?)` as a scan of
+            // every row of the owner, which made a PATCH cost its paths × the namespace's rows.
+            try db.cachedStatement(sql: "DELETE FROM \(table) WHERE \(owner) = ? AND path = ?").execute(arguments: [key, path])
+            try db.cachedStatement(sql: "DELETE FROM \(table) WHERE \(owner) = ? AND path >= ? AND path < ?")
+                .execute(arguments: [key, path + "/", path + "0"])
         case .deleteRow(let path):
             try db.cachedStatement(sql: "DELETE FROM \(table) WHERE \(owner) = ? AND path = ?").execute(arguments: [key, path])
         case .putRow(let row):

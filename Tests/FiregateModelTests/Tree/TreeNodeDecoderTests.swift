@@ -75,6 +75,21 @@ final class TreeNodeDecoderTests: XCTestCase {
         XCTAssertEqual(resolved.child("p").priority, .int(11))
     }
 
+    func testNumbersBeyondDoubleRangeAreRefused() throws {
+        for text in ["1e999", "{\"a\":-1e999}", "[1E400]", "{\"a\":{\".value\":1,\".priority\":1e400}}", "{\"a\":{\".sv\":{\"increment\":1e400}}}"] {
+            XCTAssertThrowsError(try node(try JSONParser.parse(Array(text.utf8))), text) { error in
+                XCTAssertEqual(error as? FiregateError, TreeNodeDecoder.numberOutOfRangeError, text)
+            }
+        }
+        let existing = try node(["n": .double(Double.greatestFiniteMagnitude)])
+        let context = TreeServerValues(nowMillis: 0, current: { existing.node(at: $0) })
+        XCTAssertThrowsError(try TreeNodeDecoder.decode(["n": [".sv": ["increment": .double(Double.greatestFiniteMagnitude)]]], at: .root,
+                                                        serverValues: context)) { error in
+            XCTAssertEqual(error as? FiregateError, TreeNodeDecoder.numberOutOfRangeError)
+        }
+        XCTAssertEqual(try node(try JSONParser.parse(Array("1.7976931348623157e308".utf8))).leaf, .double(Double.greatestFiniteMagnitude))
+    }
+
     func testIncrementArithmetic() {
         XCTAssertEqual(TreeServerValues.increment(.int(1), by: 2), .int(3))
         XCTAssertEqual(TreeServerValues.increment(.int(1), by: 0.5), .double(1.5))
