@@ -22,7 +22,9 @@ extension EdgeClient {
                 // the pump may send the batch during the wait, and its commit must not remove
                 // the batch from the disk before the batch is saved there.
                 try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-                    storage.saveMutation(id: batch.id, localWriteTime: batch.localWriteTime, writes: json) { continuation.resume(with: $0) }
+                    storage.saveMutation(id: batch.id, localWriteTime: batch.localWriteTime, writes: json, uid: currentUser) {
+                        continuation.resume(with: $0)
+                    }
                 }
             } catch {
                 queue.remove(batch.id)

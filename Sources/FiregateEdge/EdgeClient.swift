@@ -66,12 +66,16 @@ public actor EdgeClient {
         self.gcScheduler = gcScheduler
         self.settings = settings
         self.storage = storage
-        if let saved = treeSnapshot?.auth { auth = ClientAuth(json: saved) }
+        let savedAuth = treeSnapshot?.auth.flatMap(ClientAuth.init(json:))
+        auth = savedAuth
         if let treeSnapshot, !treeSnapshot.writes.isEmpty || !treeSnapshot.rows.isEmpty || !treeSnapshot.queries.isEmpty {
             treeSync = EdgeClient.makeTree(id: id, backend: backend, settings: settings, link: TreeSync.Link(), restoring: treeSnapshot)
         }
         if let snapshot {
             (remote, queue, writeStates, targetCache) = EdgeClient.restored(snapshot, database: settings.databaseID)
+        }
+        if let snapshot, !snapshot.mutationUsers.isEmpty || savedAuth?.uid != nil {
+            (queue, parkedQueues) = EdgeClient.partition(queue, users: snapshot.mutationUsers, current: savedAuth?.uid ?? "")
         }
     }
 
@@ -115,6 +119,22 @@ public actor EdgeClient {
             started = true
             gcScheduler?.schedule(self, afterMicros: LruGarbageCollector.initialDelayMicros)
         }
+    }
+
+    /// Splits restored batches into the signed-in user's queue and the others' (by batch id).
+    static func partition(_ all: MutationQueue, users: [Int64: String], current: String) -> (MutationQueue, [String: MutationQueue]) {
+        var byUser: [String: [MutationBatch]] = [:]
+        for batch in all.batches { byUser[users[batch.id] ?? "", default: []].append(batch) }
+        var parked: [String: MutationQueue] = [:]
+        for (user, batches) in byUser where user != current {
+            var queue = MutationQueue()
+            queue.restore(batches)
+            parked[user] = queue
+        }
+        var mine = MutationQueue()
+        mine.restore(byUser[current] ?? [])
+        mine.reserveIDs(from: all.nextID)
+        return (mine, parked)
     }
 
     /// The cache, queue and targets a persistent client saved.
@@ -206,7 +226,7 @@ public actor EdgeClient {
 
     /// The client as an export archive holds it.
     public func archive() async -> JSON {
-        ClientArchive.encode(id: id, settings: settings, network: network, remote: remote, queue: queue, targets: targetCache,
+        ClientArchive.encode(id: id, settings: settings, network: network, remote: remote, queue: queue, parked: parkedQueues, targets: targetCache,
                              indexes: indexDefinitions, tree: await treeSync?.archive(), auth: auth)
     }
 

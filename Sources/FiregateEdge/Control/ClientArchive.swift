@@ -6,7 +6,7 @@ import FiregateStore
 ///
 /// `{"id", "settings", "network", "documents": [{"path", "exists", "committed", "fields",
 /// "createTime", "updateTime", "sequenceNumber"}], "mutations": [{"id", "localWriteTime",
-/// "writes": [Write…]}], "targets": [{"query", "sequenceNumber", "synced", "documents"}],
+/// "writes": [Write…], "uid"?}], "targets": [{"query", "sequenceNumber", "synced", "documents"}],
 /// "indexes": [index definition…], "tree": {"cache": <tree, export form>, "queries": [{"path",
 /// "parameters", "lastUse", "complete", "active", "keys"}], "writes": [{"id","path","set"|"merge"}]},
 /// "auth": {"uid","token","expiresAt"}}` — the same content a persistent client keeps in SQLite.
@@ -18,7 +18,8 @@ public struct ClientArchive: Sendable {
     let tree: TreeCacheStorage.Snapshot
 
     static func encode(id: String, settings: ClientSettings, network: NetworkConditions, remote: RemoteDocumentCache,
-                       queue: MutationQueue, targets: TargetCache, indexes: JSON, tree: JSON?, auth: ClientAuth?) -> JSON {
+                       queue: MutationQueue, parked: [String: MutationQueue], targets: TargetCache, indexes: JSON, tree: JSON?,
+                       auth: ClientAuth?) -> JSON {
         let documents = remote.entries.sorted { ResourcePath.compare($0.key, $1.key) < 0 }.map { path, entry -> JSON in
             switch entry {
             case .found(let document, let committed):
@@ -31,9 +32,14 @@ public struct ClientArchive: Sendable {
                         "sequenceNumber": .int(targets.documentSequence[path] ?? 0)]
             }
         }
-        let mutations = queue.batches.map { batch -> JSON in
-            ["id": .string(String(batch.id)), "localWriteTime": .string(batch.localWriteTime.rfc3339),
-             "writes": .array(batch.writes.map { $0.json(database: settings.databaseID) })]
+        // Every user's queue: the signed-in user's and the others' (`uid`), in id order.
+        var owned = queue.batches.map { (auth?.uid ?? "", $0) }
+        for (user, other) in parked { owned += other.batches.map { (user, $0) } }
+        let mutations = owned.sorted { $0.1.id < $1.1.id }.map { user, batch -> JSON in
+            var json: JSON = ["id": .string(String(batch.id)), "localWriteTime": .string(batch.localWriteTime.rfc3339),
+                              "writes": .array(batch.writes.map { $0.json(database: settings.databaseID) })]
+            if !user.isEmpty { json = json.withMember("uid", .string(user)) }
+            return json
         }
         var archive: JSON = [
             "id": .string(id), "settings": settings.json, "network": network.json, "indexes": indexes,
@@ -82,6 +88,7 @@ public struct ClientArchive: Sendable {
             }
             for write in writes { _ = try Write(json: write, database: settings.databaseID) }
             snapshot.mutations.append((batchID, time, JSON.array(writes)))
+            if let uid = item["uid"]?.stringValue, !uid.isEmpty { snapshot.mutationUsers[batchID] = uid }
         }
         for (i, item) in (json["targets"]?.arrayValue ?? []).enumerated() {
             guard let query = item["query"]?.stringValue, let documents = item["documents"]?.arrayValue else {

@@ -42,6 +42,10 @@ public struct EdgeCacheStorage: Sendable {
         StoreMigration("edge-v3-indexes") { db in
             try db.execute(sql: "CREATE TABLE edge_indexes (client_id TEXT PRIMARY KEY NOT NULL, definitions BLOB NOT NULL) WITHOUT ROWID")
         },
+        // Per-user mutation queues: the user (uid, "" signed out) who made each queued batch.
+        StoreMigration("edge-v5-users") { db in
+            try db.execute(sql: "ALTER TABLE edge_mutations ADD COLUMN uid TEXT NOT NULL DEFAULT ''")
+        },
     ]
 
     /// A cached remote document: found (with fields) or known missing (at `updateTime`), and
@@ -90,6 +94,8 @@ public struct EdgeCacheStorage: Sendable {
         public var documents: [StoredDocument]
         /// Queued write batches: id, local write time, the writes as a JSON array.
         public var mutations: [(Int64, Timestamp, JSON)]
+        /// The user of each batch made while signed in (absent: signed out).
+        public var mutationUsers: [Int64: String] = [:]
         public var targets: [StoredTarget]
         /// The local index definitions (an array in the Firebase CLI's format), if any.
         public var indexes: JSON?
@@ -123,10 +129,12 @@ public struct EdgeCacheStorage: Sendable {
                                                          createTime: Timestamp(microseconds: row[4]), updateTime: Timestamp(microseconds: row[5]),
                                                          sequenceNumber: row[6]))
             }
-            let mutations = try Row.fetchCursor(db, sql: "SELECT batch_id, local_write_us, writes FROM edge_mutations WHERE client_id = ? ORDER BY batch_id", arguments: [clientID])
+            let mutations = try Row.fetchCursor(db, sql: "SELECT batch_id, local_write_us, writes, uid FROM edge_mutations WHERE client_id = ? ORDER BY batch_id", arguments: [clientID])
             while let row = try mutations.next() {
                 let data: Data = row[2]
                 snapshot.mutations.append((row[0], Timestamp(microseconds: row[1]), try JSONParser.parse(data)))
+                let uid: String = row[3]
+                if !uid.isEmpty { snapshot.mutationUsers[row[0]] = uid }
             }
             let targets = try Row.fetchCursor(db, sql: "SELECT query, sequence, synced, documents FROM edge_targets WHERE client_id = ?", arguments: [clientID])
             while let row = try targets.next() {
@@ -181,12 +189,12 @@ public struct EdgeCacheStorage: Sendable {
     /// Queues the save of a write batch before returning, so it reaches the disk before any
     /// commit queued later removes it; `onDurable` reports when it is there (a write the app was
     /// told about survives a crash) or that it failed.
-    public func saveMutation(id batchID: Int64, localWriteTime: Timestamp, writes: JSON,
+    public func saveMutation(id batchID: Int64, localWriteTime: Timestamp, writes: JSON, uid: String = "",
                              onDurable: @escaping GroupCommitter.Completion) {
         let id = clientID, data = Data(JSONWriter.bytes(writes))
         store.committer.enqueue({ db in
-            try db.execute(sql: "INSERT OR REPLACE INTO edge_mutations (client_id, batch_id, local_write_us, writes) VALUES (?, ?, ?, ?)",
-                           arguments: [id, batchID, localWriteTime.microseconds, data])
+            try db.execute(sql: "INSERT OR REPLACE INTO edge_mutations (client_id, batch_id, local_write_us, writes, uid) VALUES (?, ?, ?, ?, ?)",
+                           arguments: [id, batchID, localWriteTime.microseconds, data, uid])
         }, completion: onDurable)
     }
 
@@ -263,8 +271,8 @@ public struct EdgeCacheStorage: Sendable {
                                     doc.found ? doc.createTime.microseconds : 0, doc.updateTime.microseconds, doc.sequenceNumber])
             }
             for (batchID, time, writes) in snapshot.mutations {
-                try db.execute(sql: "INSERT INTO edge_mutations (client_id, batch_id, local_write_us, writes) VALUES (?, ?, ?, ?)",
-                               arguments: [id, batchID, time.microseconds, Data(JSONWriter.bytes(writes))])
+                try db.execute(sql: "INSERT INTO edge_mutations (client_id, batch_id, local_write_us, writes, uid) VALUES (?, ?, ?, ?, ?)",
+                               arguments: [id, batchID, time.microseconds, Data(JSONWriter.bytes(writes)), snapshot.mutationUsers[batchID] ?? ""])
             }
             if let indexes = snapshot.indexes {
                 try db.execute(sql: "INSERT INTO edge_indexes (client_id, definitions) VALUES (?, ?)", arguments: [id, Data(JSONWriter.bytes(indexes))])
