@@ -48,8 +48,7 @@ class Observer:
         updates = {}
         if path == "/":
             self.present = set((data or {}).keys())
-            return
-        if ev.event == "put":
+        elif ev.event == "put":
             updates[path.strip("/").split("/")[0]] = data
         else:
             for k, v in (data or {}).items():
