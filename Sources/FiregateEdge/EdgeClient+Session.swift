@@ -105,7 +105,10 @@ extension EdgeClient {
     public func treeWriteState(_ id: Int64) async -> TreeWriteState? { await treeSync?.writeState(id) }
 
     /// `:collectGarbage` for the tree cache.
-    public func pruneTree() async -> JSON { await treeSync?.pruneNow() ?? ["queriesPruned": 0, "bytesBefore": 0, "bytesAfter": 0] }
+    public func pruneTree() async -> JSON {
+        await treeSync?.pruneNow()
+            ?? ["queriesPruned": 0, "bytesBefore": 0, "bytesAfter": 0, "cacheSizeBytes": .int(settings.treeCacheSizeBytes)]
+    }
 
     /// `gates:releaseWatch` on both sides.
     public func releaseWatchGate() async {
