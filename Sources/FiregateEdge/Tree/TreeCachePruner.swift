@@ -19,7 +19,7 @@ enum TreeCachePruner {
         var paths: [TreePath] = []
         while true {
             let inactive = cache.tracked.filter { !$0.value.active }.sorted { ($0.value.lastUse, $0.value.id) < ($1.value.lastUse, $1.value.id) }
-            let overSize = Int64(cache.byteSize) > maxBytes
+            let overSize = Int64(cache.byteSize()) > maxBytes
             guard overSize || inactive.count > maxInactiveQueries, !inactive.isEmpty else { break }
             let count = max(Int((Double(inactive.count) * fractionToPrune).rounded(.up)), inactive.count - maxInactiveQueries)
             let victims = inactive.prefix(count)

@@ -17,7 +17,11 @@ struct TreeServerCache {
         var keys: Set<String>
     }
 
-    private(set) var root = TreeNode.empty
+    private(set) var root = TreeNode.empty {
+        didSet { measuredBytes = nil }
+    }
+    /// `byteSize` as last measured, until the data changes: measuring encodes the whole cache.
+    private var measuredBytes: Int?
     private(set) var tracked: [TreeQuerySpec: TrackedQuery] = [:]
     private var nextTrackedID: Int64 = 1
 
@@ -177,7 +181,12 @@ struct TreeServerCache {
     }
 
     /// The cache's size as stored: its data in export form (values with priorities).
-    var byteSize: Int { TreeNodeWriter.bytes(root, format: .export).count }
+    mutating func byteSize() -> Int {
+        if let measuredBytes { return measuredBytes }
+        let bytes = TreeNodeWriter.bytes(root, format: .export).count
+        measuredBytes = bytes
+        return bytes
+    }
 
     mutating func removeAll() {
         root = .empty

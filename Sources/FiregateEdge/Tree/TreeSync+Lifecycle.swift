@@ -17,10 +17,10 @@ extension TreeSync {
 
     /// Prunes the tree cache to its size now (also what `:collectGarbage` does for the tree).
     public func pruneNow() -> JSON {
-        let before = cache.byteSize
+        let before = cache.byteSize()
         let result = prune()
         refreshViews(touching: result.paths)
-        return ["queriesPruned": .int(Int64(result.queries)), "bytesBefore": .int(Int64(before)), "bytesAfter": .int(Int64(cache.byteSize)),
+        return ["queriesPruned": .int(Int64(result.queries)), "bytesBefore": .int(Int64(before)), "bytesAfter": .int(Int64(cache.byteSize())),
                 "cacheSizeBytes": .int(cacheSizeBytes)]
     }
 
@@ -117,7 +117,7 @@ extension TreeSync {
             "keepSynced": .array(views.keptSynced.map { .string($0.spec.description) }),
             "onDisconnect": .array(onDisconnect.operations.map(\.json)),
             "cache": [
-                "bytes": .int(Int64(cache.byteSize)), "sizeBytes": .int(cacheSizeBytes),
+                "bytes": .int(Int64(cache.byteSize())), "sizeBytes": .int(cacheSizeBytes),
                 "trackedQueries": .int(Int64(cache.tracked.count)),
                 "activeQueries": .int(Int64(cache.tracked.values.filter(\.active).count)),
             ],

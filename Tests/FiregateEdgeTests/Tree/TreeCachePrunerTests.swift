@@ -22,7 +22,7 @@ final class TreeCachePrunerTests: XCTestCase {
         XCTAssertEqual(cache.root.node(at: path("old")), .empty)
         XCTAssertNotEqual(cache.root.node(at: path("kept")), .empty)
         XCTAssertNotEqual(cache.root.node(at: path("new")), .empty)
-        XCTAssertLessThanOrEqual(cache.byteSize, 1000)
+        XCTAssertLessThanOrEqual(cache.byteSize(), 1000)
     }
 
     func testDataARemainingQueryHoldsStays() {
