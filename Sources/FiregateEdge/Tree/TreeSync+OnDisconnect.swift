@@ -83,9 +83,4 @@ extension TreeSync {
             }
         }
     }
-
-    /// Waits until the server has run every onDisconnect operation of past drops.
-    public func onDisconnectSettled() async {
-        await disconnectWork?.value
-    }
 }

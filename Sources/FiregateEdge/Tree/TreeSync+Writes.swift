@@ -235,8 +235,6 @@ extension TreeSync {
         }
         return (next.id, writeStates[next.id] ?? .pending)
     }
-
-    public var hasQueuedWrites: Bool { writes.writes.contains { !$0.sent } }
 }
 
 /// The values a write resolves against on the client: the cached server data with pending
