@@ -31,18 +31,24 @@ public struct FiregateResponder: HTTPResponder {
         if response.headers[.contentType]?.hasPrefix("text/event-stream") == true {
             response.body = countingStream(response.body, surface: surface)
         } else if let length = response.body.contentLength, length >= FiregateResponder.gzipThreshold,
-                  response.headers[.contentEncoding] == nil, FiregateResponder.acceptsGzip(request) {
+                  response.headers[.contentEncoding] == nil, let accepted = request.headers[.acceptEncoding], FiregateResponder.acceptsGzip(accepted) {
             response = await FiregateResponder.gzipped(response)
         }
         let duration = ContinuousClock.now - started
         metrics.requestFinished(surface: surface, method: request.method.rawValue, status: response.status.code, duration: duration)
         if logger.logLevel <= .info {
-            logger.info("request", metadata: [
-                "method": .string(request.method.rawValue), "path": .string(path), "status": .stringConvertible(response.status.code),
-                "durationMs": .stringConvertible((Double(duration.nanoseconds) / 1000).rounded() / 1000), "surface": .string(surface.rawValue),
-            ])
+            FiregateResponder.logRequest(logger, method: request.method.rawValue, path: path, status: response.status.code,
+                                         duration: duration, surface: surface)
         }
         return response
+    }
+
+    /// The one `info` line per request.
+    static func logRequest(_ logger: Logger, method: String, path: String, status: Int, duration: Duration, surface: Surface) {
+        logger.info("request", metadata: [
+            "method": .string(method), "path": .string(path), "status": .stringConvertible(status),
+            "durationMs": .stringConvertible((Double(duration.nanoseconds) / 1000).rounded() / 1000), "surface": .string(surface.rawValue),
+        ])
     }
 
     func route(_ surface: Surface, _ request: Request, context: Context) async -> Response {
@@ -73,9 +79,9 @@ public struct FiregateResponder: HTTPResponder {
     /// Answers smaller than this are not worth compressing.
     static let gzipThreshold = 1024
 
-    static func acceptsGzip(_ request: Request) -> Bool {
-        guard let accepted = request.headers[.acceptEncoding] else { return false }
-        return accepted.split(separator: ",").contains { item in
+    /// Whether an `Accept-Encoding` value allows gzip.
+    static func acceptsGzip(_ accepted: String) -> Bool {
+        accepted.split(separator: ",").contains { item in
             let parts = item.split(separator: ";").map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
             guard parts.first == "gzip" || parts.first == "*" else { return false }
             return !parts.dropFirst().contains { $0.replacingOccurrences(of: " ", with: "") == "q=0" }

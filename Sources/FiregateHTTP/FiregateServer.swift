@@ -56,22 +56,33 @@ public enum FiregateServer {
         let clients = clients ?? EdgeClients(backend: backend)
         var logger = Logger(label: "firegate")
         logger.logLevel = configuration.logLevel
-        var server: HTTPServerBuilder = .http1(configuration: http1Configuration)
+        let responder = makeResponder(backend: backend, clients: clients, configuration: configuration, logger: logger)
+        var server = http1(responder)
         if configuration.tlsCertificatePath != nil || configuration.tlsKeyPath != nil {
-            server = try .tls(.http1(configuration: http1Configuration), tlsConfiguration: try tlsConfiguration(configuration))
+            server = try .tls(http1(responder), tlsConfiguration: try tlsConfiguration(configuration))
         }
         return Application(
-            responder: makeResponder(backend: backend, clients: clients, configuration: configuration, logger: logger),
+            responder: responder,
             server: server,
-            configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "firegate"),
+            configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: serverName),
             logger: logger
         )
     }
 
-    /// HTTP/1.1 with a JSON answer to unparsable requests, and connections that end once the
-    /// server has closed its side (see `UnparsableRequestAnswer`, `LingeringClose`).
-    static var http1Configuration: HTTP1Channel.Configuration {
-        HTTP1Channel.Configuration(additionalChannelHandlers: [LingeringClose(), UnparsableRequestAnswer()])
+    /// The `Server` header.
+    static let serverName = "firegate"
+
+    /// HTTP/1.1 with bare document GETs answered from the connection's bytes, a JSON answer to
+    /// unparsable requests, and connections that end once the server has closed its side (see
+    /// `DocumentReadFastPath`, `UnparsableRequestAnswer`, `LingeringClose`).
+    static func http1(_ responder: FiregateResponder) -> HTTPServerBuilder {
+        let documents = responder.documents.backend.documents, metrics = responder.metrics, logger = responder.logger
+        let configuration = HTTP1Channel.Configuration(additionalChannelHandlers: [LingeringClose(), UnparsableRequestAnswer()])
+        return HTTPServerBuilder { handler in
+            FastPathHTTP1Channel(base: HTTP1Channel(responder: handler, configuration: configuration)) {
+                DocumentReadFastPath(documents: documents, metrics: metrics, logger: logger)
+            }
+        }
     }
 
     static func tlsConfiguration(_ configuration: ServerConfiguration) throws -> TLSConfiguration {

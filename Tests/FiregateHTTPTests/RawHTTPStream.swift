@@ -16,7 +16,16 @@ final class RawHTTPStream: @unchecked Sendable {
     private var received: [UInt8] = []
     private var closedByPeer = false
 
-    init(port: Int, method: String = "GET", path: String, headers: [String] = [], body: String? = nil) throws {
+    convenience init(port: Int, method: String = "GET", path: String, headers: [String] = [], body: String? = nil) throws {
+        var request = "\(method) \(path) HTTP/1.1\r\nHost: localhost\r\n"
+        for header in headers { request += header + "\r\n" }
+        if let body { request += "Content-Length: \(body.utf8.count)\r\n" }
+        request += "\r\n" + (body ?? "")
+        try self.init(port: port, raw: request)
+    }
+
+    /// Connects and sends `raw` as it is (several requests, a partial one…).
+    init(port: Int, raw: String) throws {
         fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw Failure(description: "socket() failed") }
         var address = sockaddr_in()
@@ -30,14 +39,15 @@ final class RawHTTPStream: @unchecked Sendable {
             Glibc.close(fd)
             throw Failure(description: "connect() failed: \(errno)")
         }
-        var request = "\(method) \(path) HTTP/1.1\r\nHost: localhost\r\n"
-        for header in headers { request += header + "\r\n" }
-        if let body { request += "Content-Length: \(body.utf8.count)\r\n" }
-        request += "\r\n" + (body ?? "")
-        let bytes = Array(request.utf8)
+        try send(raw)
+    }
+
+    /// Sends more bytes on the connection.
+    func send(_ text: String) throws {
+        let bytes = Array(text.utf8)
         var sent = 0
         while sent < bytes.count {
-            let n = bytes[sent...].withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            let n = bytes[sent...].withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
             guard n > 0 else { throw Failure(description: "send() failed") }
             sent += n
         }
@@ -73,6 +83,25 @@ final class RawHTTPStream: @unchecked Sendable {
                 rest = Array(rest[(lineEnd + 2 + size + 2)...])
             }
             return (String(decoding: out, as: UTF8.self), closedByPeer)
+        }
+    }
+
+    /// The complete `Content-Length` responses received so far, in order.
+    var responses: [(head: String, body: String)] {
+        lock.withLock {
+            var result: [(head: String, body: String)] = []
+            var rest = received[...]
+            while let end = RawHTTPStream.find([13, 10, 13, 10], in: Array(rest)) {
+                let head = String(decoding: rest.prefix(end), as: UTF8.self)
+                let length = head.lowercased().components(separatedBy: "\r\n")
+                    .first { $0.hasPrefix("content-length:") }
+                    .flatMap { Int($0.dropFirst("content-length:".count).trimmingCharacters(in: .whitespaces)) } ?? 0
+                let bodyStart = rest.startIndex + end + 4
+                guard rest.endIndex - bodyStart >= length else { break }
+                result.append((head, String(decoding: rest[bodyStart..<(bodyStart + length)], as: UTF8.self)))
+                rest = rest[(bodyStart + length)...]
+            }
+            return result
         }
     }
 

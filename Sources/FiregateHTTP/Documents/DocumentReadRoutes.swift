@@ -18,7 +18,11 @@ extension DocumentRoutes {
     }
 
     func notFound(_ database: DocumentDatabase, _ path: ResourcePath) -> FiregateError {
-        .notFound("Document \"\(database.id.resourceName(path))\" not found.")
+        DocumentRoutes.notFound(database.id, path)
+    }
+
+    static func notFound(_ database: DatabaseID, _ path: ResourcePath) -> FiregateError {
+        .notFound("Document \"\(database.resourceName(path))\" not found.")
     }
 
     func listDocuments(_ database: DocumentDatabase, _ collection: ResourcePath, _ request: Request) throws(FiregateError) -> Response {

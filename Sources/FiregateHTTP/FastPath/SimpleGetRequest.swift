@@ -1,0 +1,135 @@
+import Foundation
+import NIOCore
+
+/// A request the fast path may answer, read straight from the connection's bytes: exactly
+/// `GET <target> HTTP/1.1`, a target of visible ASCII without a query, and no header that
+/// changes framing, the connection or the method (`Content-Length`, `Transfer-Encoding`,
+/// `Upgrade`, `Expect`, `X-HTTP-Method-Override`, a `Connection` other than `keep-alive`).
+/// Anything else is for the full HTTP/1.1 parser, so the check errs on the side of refusing.
+struct SimpleGetRequest {
+    /// Where the target lies in the buffer, relative to its reader index.
+    let target: Range<Int>
+    /// The whole head, terminating blank line included.
+    let length: Int
+    let acceptsGzip: Bool
+
+    enum Parse {
+        case simple(SimpleGetRequest)
+        /// The head has not fully arrived yet (and is still short enough to wait for).
+        case incomplete
+        case notSimple
+    }
+
+    /// Longest head the fast path waits for.
+    static let maxHeadLength = 8 * 1024
+
+    static func parse(_ buffer: ByteBuffer) -> Parse {
+        buffer.withUnsafeReadableBytes { bytes in parse(bytes) }
+    }
+
+    static func parse(_ bytes: UnsafeRawBufferPointer) -> Parse {
+        let prefix: StaticString = "GET /v1/"
+        let count = bytes.count
+        let prefixLength = prefix.utf8CodeUnitCount
+        for i in 0..<min(prefixLength, count) where bytes[i] != prefix.utf8Start[i] { return .notSimple }
+        guard count > prefixLength else { return .incomplete }
+        // The target runs from the "/" to the next space.
+        var i = 4
+        while i < count, bytes[i] != UInt8(ascii: " ") {
+            let byte = bytes[i]
+            guard byte > 0x20, byte < 0x7F, byte != UInt8(ascii: "?"), byte != UInt8(ascii: "#") else { return .notSimple }
+            i += 1
+        }
+        let target = 4..<i
+        let version: StaticString = " HTTP/1.1\r\n"
+        for j in 0..<version.utf8CodeUnitCount {
+            guard i + j < count else { return i + j > maxHeadLength ? .notSimple : .incomplete }
+            guard bytes[i + j] == version.utf8Start[j] else { return .notSimple }
+        }
+        i += version.utf8CodeUnitCount
+        var acceptsGzip = false
+        // Header lines, up to the blank line.
+        while true {
+            let end: Int
+            switch lineEnd(bytes, from: i) {
+            case .found(let index): end = index
+            case .incomplete: return count > maxHeadLength ? .notSimple : .incomplete
+            case .invalid: return .notSimple
+            }
+            if end == i { return .simple(SimpleGetRequest(target: target, length: end + 2, acceptsGzip: acceptsGzip)) }
+            let first = bytes[i]
+            guard first != UInt8(ascii: " "), first != UInt8(ascii: "\t") else { return .notSimple }  // obsolete line folding
+            var colon = i
+            while colon < end, bytes[colon] != UInt8(ascii: ":") {
+                guard isTokenByte(bytes[colon]) else { return .notSimple }
+                colon += 1
+            }
+            guard colon < end, colon > i else { return .notSimple }
+            switch headerName(bytes, i..<colon) {
+            case .refused: return .notSimple
+            case .acceptEncoding: acceptsGzip = acceptsGzip || containsGzip(bytes, colon + 1..<end)
+            case .connection: guard isKeepAlive(bytes, colon + 1..<end) else { return .notSimple }
+            case .other: break
+            }
+            i = end + 2
+            guard i <= maxHeadLength else { return .notSimple }
+        }
+    }
+
+    private enum LineEnd { case found(Int), incomplete, invalid }
+
+    /// The index of the CR of the next CRLF from `start`. A bare CR or LF, or a NUL, is left
+    /// to the full parser.
+    private static func lineEnd(_ bytes: UnsafeRawBufferPointer, from start: Int) -> LineEnd {
+        var i = start
+        while i < bytes.count {
+            let byte = bytes[i]
+            if byte == UInt8(ascii: "\r") {
+                guard i + 1 < bytes.count else { return .incomplete }
+                return bytes[i + 1] == UInt8(ascii: "\n") ? .found(i) : .invalid
+            }
+            if byte == UInt8(ascii: "\n") || byte == 0 { return .invalid }
+            i += 1
+        }
+        return .incomplete
+    }
+
+    private enum HeaderKind { case refused, acceptEncoding, connection, other }
+
+    private static let refusedNames = ["content-length", "transfer-encoding", "upgrade", "expect", "x-http-method-override"]
+
+    private static func headerName(_ bytes: UnsafeRawBufferPointer, _ range: Range<Int>) -> HeaderKind {
+        func equals(_ name: String) -> Bool {
+            guard name.utf8.count == range.count else { return false }
+            return zip(name.utf8, range).allSatisfy { $0 == lowercased(bytes[$1]) }
+        }
+        if refusedNames.contains(where: equals) { return .refused }
+        if equals("connection") { return .connection }
+        return equals("accept-encoding") ? .acceptEncoding : .other
+    }
+
+    /// `Connection: keep-alive`, HTTP/1.1's default said out loud (Python's requests sends it).
+    private static func isKeepAlive(_ bytes: UnsafeRawBufferPointer, _ range: Range<Int>) -> Bool {
+        let value = String(decoding: UnsafeRawBufferPointer(rebasing: bytes[range]), as: UTF8.self)
+        return value.trimmingCharacters(in: .whitespaces).lowercased() == "keep-alive"
+    }
+
+    /// Whether an `Accept-Encoding` value names gzip (or `*`); a `q=0` is read as acceptance,
+    /// which only sends the request the full way.
+    private static func containsGzip(_ bytes: UnsafeRawBufferPointer, _ range: Range<Int>) -> Bool {
+        let value = String(decoding: UnsafeRawBufferPointer(rebasing: bytes[range]), as: UTF8.self).lowercased()
+        return value.contains("gzip") || value.contains("*")
+    }
+
+    private static func lowercased(_ byte: UInt8) -> UInt8 {
+        byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z") ? byte + 32 : byte
+    }
+
+    /// RFC 9110 token characters.
+    private static func isTokenByte(_ byte: UInt8) -> Bool {
+        switch byte {
+        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"): true
+        default: "!#$%&'*+-.^_`|~".utf8.contains(byte)
+        }
+    }
+}
