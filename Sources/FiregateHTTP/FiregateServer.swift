@@ -72,15 +72,15 @@ public enum FiregateServer {
     /// The `Server` header.
     static let serverName = "firegate"
 
-    /// HTTP/1.1 with bare document GETs answered from the connection's bytes, a JSON answer to
-    /// unparsable requests, and connections that end once the server has closed its side (see
-    /// `DocumentReadFastPath`, `UnparsableRequestAnswer`, `LingeringClose`).
+    /// HTTP/1.1 with bare document and tree GETs answered from the connection's bytes, a JSON
+    /// answer to unparsable requests, and connections that end once the server has closed its
+    /// side (see `BareGetFastPath`, `UnparsableRequestAnswer`, `LingeringClose`).
     static func http1(_ responder: FiregateResponder) -> HTTPServerBuilder {
-        let documents = responder.documents.backend.documents, metrics = responder.metrics, logger = responder.logger
+        let backend = responder.documents.backend, metrics = responder.metrics, logger = responder.logger
         let configuration = HTTP1Channel.Configuration(additionalChannelHandlers: [LingeringClose(), UnparsableRequestAnswer()])
         return HTTPServerBuilder { handler in
             FastPathHTTP1Channel(base: HTTP1Channel(responder: handler, configuration: configuration)) {
-                DocumentReadFastPath(documents: documents, metrics: metrics, logger: logger)
+                BareGetFastPath(backend: backend, metrics: metrics, logger: logger)
             }
         }
     }

@@ -58,6 +58,9 @@ final class RawHTTPStream: @unchecked Sendable {
     /// Closes our end, as a client going away does.
     func disconnect() { shutdown(fd, Int32(SHUT_RDWR)) }
 
+    /// Ends our sending side only, still reading what comes.
+    func halfClose() { shutdown(fd, Int32(SHUT_WR)) }
+
     /// The response head (status line and headers) once complete.
     var head: String? {
         lock.withLock {

@@ -60,6 +60,12 @@ public final class TreeBackend: Sendable {
         try await self.namespace(namespace).readEncoded(path)
     }
 
+    /// The cached encoding of `path` when a read since its last change left one, without
+    /// waiting on the namespace (the HTTP fast path's lookup); nil means ask `readEncoded`.
+    public func cachedEncoding(namespace: String, path: TreePath) -> [UInt8]? {
+        namespaces.withLock { $0[namespace] }?.encoded.get(path)
+    }
+
     /// Applies a write and returns once it is durable.
     public func write(namespace: String, _ request: TreeWriteRequest) async throws -> TreeWriteOutcome {
         let now = clock.nowMicros() / 1000

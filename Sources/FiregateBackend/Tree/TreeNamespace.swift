@@ -18,11 +18,8 @@ actor TreeNamespace {
     /// Counts writes that reached streams, so a new stream skips the deferred events of writes
     /// its first frame already holds.
     private var writeSequence: Int64 = 0
-    /// Compact plain JSON of recently read locations, so repeated GETs of an unchanged
-    /// location skip encoding. Small and cleared by any write at, above or below an entry.
-    private var encoded: [TreePath: [UInt8]] = [:]
-    private static let encodedCacheEntries = 64
-    private static let encodedCacheMaxBytes = 1 << 20
+    /// Encodings of recently read locations, readable without the actor.
+    nonisolated let encoded = TreeEncodedCache()
 
     init(name: String, storage: any TreeStorage, queue: TreeWriteQueue, settings: TreeStreamSettings) {
         self.name = name
@@ -46,21 +43,13 @@ actor TreeNamespace {
     /// when nothing changed there since the last read.
     func readEncoded(_ path: TreePath) throws -> [UInt8] {
         try load()
-        if let bytes = encoded[path] { return bytes }
+        if let bytes = encoded.get(path) { return bytes }
         let bytes = TreeNodeWriter.bytes(root.node(at: path))
-        if bytes.count <= TreeNamespace.encodedCacheMaxBytes {
-            if encoded.count >= TreeNamespace.encodedCacheEntries { encoded.removeAll(keepingCapacity: true) }
-            encoded[path] = bytes
-        }
+        encoded.set(path, bytes)
         return bytes
     }
 
-    private func invalidateEncoded(_ change: TreePath) {
-        guard !encoded.isEmpty else { return }
-        for path in encoded.keys where path.contains(change) || change.contains(path) {
-            encoded.removeValue(forKey: path)
-        }
-    }
+    private func invalidateEncoded(_ change: TreePath) { encoded.invalidate(change) }
 
     /// Applies `request`; the returned durability resolves once it is on disk.
     func write(_ request: TreeWriteRequest, nowMillis: Int64, pushID: @Sendable () -> String) throws -> (TreeWriteOutcome, TreeDurability) {

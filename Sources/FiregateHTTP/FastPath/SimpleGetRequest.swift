@@ -2,13 +2,17 @@ import Foundation
 import NIOCore
 
 /// A request the fast path may answer, read straight from the connection's bytes: exactly
-/// `GET <target> HTTP/1.1`, a target of visible ASCII without a query, and no header that
-/// changes framing, the connection or the method (`Content-Length`, `Transfer-Encoding`,
-/// `Upgrade`, `Expect`, `X-HTTP-Method-Override`, a `Connection` other than `keep-alive`).
-/// Anything else is for the full HTTP/1.1 parser, so the check errs on the side of refusing.
+/// `GET <target> HTTP/1.1`, a target of visible ASCII, and no header that changes framing, the
+/// connection, the method or the kind of answer (`Content-Length`, `Transfer-Encoding`,
+/// `Upgrade`, `Expect`, `X-HTTP-Method-Override`, `If-Match`, `If-None-Match`,
+/// `X-Firebase-ETag`, an `Accept` naming event streams, a `Connection` other than
+/// `keep-alive`). Anything else is for the full HTTP/1.1 parser, so the check errs on the side
+/// of refusing.
 struct SimpleGetRequest {
-    /// Where the target lies in the buffer, relative to its reader index.
-    let target: Range<Int>
+    /// Where the target's path lies in the buffer, relative to its reader index.
+    let path: Range<Int>
+    /// Where the query lies (after the `?`), when there is one.
+    let query: Range<Int>?
     /// The whole head, terminating blank line included.
     let length: Int
     let acceptsGzip: Bool
@@ -28,19 +32,22 @@ struct SimpleGetRequest {
     }
 
     static func parse(_ bytes: UnsafeRawBufferPointer) -> Parse {
-        let prefix: StaticString = "GET /v1/"
+        let prefix: StaticString = "GET /"
         let count = bytes.count
         let prefixLength = prefix.utf8CodeUnitCount
         for i in 0..<min(prefixLength, count) where bytes[i] != prefix.utf8Start[i] { return .notSimple }
         guard count > prefixLength else { return .incomplete }
         // The target runs from the "/" to the next space.
         var i = 4
+        var questionMark: Int?
         while i < count, bytes[i] != UInt8(ascii: " ") {
             let byte = bytes[i]
-            guard byte > 0x20, byte < 0x7F, byte != UInt8(ascii: "?"), byte != UInt8(ascii: "#") else { return .notSimple }
+            guard byte > 0x20, byte < 0x7F, byte != UInt8(ascii: "#") else { return .notSimple }
+            if byte == UInt8(ascii: "?"), questionMark == nil { questionMark = i }
             i += 1
         }
-        let target = 4..<i
+        let path = 4..<(questionMark ?? i)
+        let query = questionMark.map { ($0 + 1)..<i }
         let version: StaticString = " HTTP/1.1\r\n"
         for j in 0..<version.utf8CodeUnitCount {
             guard i + j < count else { return i + j > maxHeadLength ? .notSimple : .incomplete }
@@ -56,7 +63,7 @@ struct SimpleGetRequest {
             case .incomplete: return count > maxHeadLength ? .notSimple : .incomplete
             case .invalid: return .notSimple
             }
-            if end == i { return .simple(SimpleGetRequest(target: target, length: end + 2, acceptsGzip: acceptsGzip)) }
+            if end == i { return .simple(SimpleGetRequest(path: path, query: query, length: end + 2, acceptsGzip: acceptsGzip)) }
             let first = bytes[i]
             guard first != UInt8(ascii: " "), first != UInt8(ascii: "\t") else { return .notSimple }  // obsolete line folding
             var colon = i
@@ -68,7 +75,8 @@ struct SimpleGetRequest {
             switch headerName(bytes, i..<colon) {
             case .refused: return .notSimple
             case .acceptEncoding: acceptsGzip = acceptsGzip || containsGzip(bytes, colon + 1..<end)
-            case .connection: guard isKeepAlive(bytes, colon + 1..<end) else { return .notSimple }
+            case .connection: guard value(bytes, colon + 1..<end).lowercased() == "keep-alive" else { return .notSimple }
+            case .accept: guard !value(bytes, colon + 1..<end).lowercased().contains("event-stream") else { return .notSimple }
             case .other: break
             }
             i = end + 2
@@ -94,9 +102,10 @@ struct SimpleGetRequest {
         return .incomplete
     }
 
-    private enum HeaderKind { case refused, acceptEncoding, connection, other }
+    private enum HeaderKind { case refused, acceptEncoding, connection, accept, other }
 
-    private static let refusedNames = ["content-length", "transfer-encoding", "upgrade", "expect", "x-http-method-override"]
+    private static let refusedNames = ["content-length", "transfer-encoding", "upgrade", "expect", "x-http-method-override",
+                                       "if-match", "if-none-match", "x-firebase-etag"]
 
     private static func headerName(_ bytes: UnsafeRawBufferPointer, _ range: Range<Int>) -> HeaderKind {
         func equals(_ name: String) -> Bool {
@@ -104,21 +113,22 @@ struct SimpleGetRequest {
             return zip(name.utf8, range).allSatisfy { $0 == lowercased(bytes[$1]) }
         }
         if refusedNames.contains(where: equals) { return .refused }
+        // `Connection: keep-alive` is HTTP/1.1's default said out loud (Python's requests sends it).
         if equals("connection") { return .connection }
+        if equals("accept") { return .accept }
         return equals("accept-encoding") ? .acceptEncoding : .other
     }
 
-    /// `Connection: keep-alive`, HTTP/1.1's default said out loud (Python's requests sends it).
-    private static func isKeepAlive(_ bytes: UnsafeRawBufferPointer, _ range: Range<Int>) -> Bool {
-        let value = String(decoding: UnsafeRawBufferPointer(rebasing: bytes[range]), as: UTF8.self)
-        return value.trimmingCharacters(in: .whitespaces).lowercased() == "keep-alive"
+    /// A header's value without surrounding blanks.
+    private static func value(_ bytes: UnsafeRawBufferPointer, _ range: Range<Int>) -> String {
+        String(decoding: UnsafeRawBufferPointer(rebasing: bytes[range]), as: UTF8.self).trimmingCharacters(in: .whitespaces)
     }
 
     /// Whether an `Accept-Encoding` value names gzip (or `*`); a `q=0` is read as acceptance,
     /// which only sends the request the full way.
     private static func containsGzip(_ bytes: UnsafeRawBufferPointer, _ range: Range<Int>) -> Bool {
-        let value = String(decoding: UnsafeRawBufferPointer(rebasing: bytes[range]), as: UTF8.self).lowercased()
-        return value.contains("gzip") || value.contains("*")
+        let text = value(bytes, range).lowercased()
+        return text.contains("gzip") || text.contains("*")
     }
 
     private static func lowercased(_ byte: UInt8) -> UInt8 {

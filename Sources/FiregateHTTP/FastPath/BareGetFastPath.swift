@@ -1,0 +1,284 @@
+import FiregateBackend
+import FiregateModel
+import HTTPTypes
+import Logging
+import NIOCore
+import NIOHTTP1
+
+/// Answers bare GETs of a document (`/v1/…/documents/{path}`, no query) or of a tree location
+/// (`/{path}.json`, no query but `ns=`) straight from the connection's bytes (see
+/// `SimpleGetRequest`), from the cached encodings: no HTTP/1.1 parser, no task, no router, no
+/// header fields to build — the per-request work of a static file server (DESIGN §3's GET
+/// targets). The answer is the one the full path gives: status, headers, body, metrics and
+/// the `info` log line. A missing document is answered here too, with the full path's 404; a
+/// tree location not in the cache is read from its namespace while later input waits.
+///
+/// It sits in front of the HTTP/1.1 decoder. The first request on a connection that is not
+/// such a GET (another route or parameter, a body to gzip, a header it does not take) hands
+/// that request and everything after it to the full path for the rest of the connection:
+/// request order is kept because nothing is answered here after that.
+final class BareGetFastPath: ChannelDuplexHandler, RemovableChannelHandler {
+    typealias InboundIn = ByteBuffer
+    typealias InboundOut = ByteBuffer
+    typealias OutboundIn = ByteBuffer
+    typealias OutboundOut = ByteBuffer
+
+    /// What the fast path answers with.
+    struct Answer: Sendable {
+        var status: HTTPResponse.Status
+        var body: [UInt8]
+        var surface: Surface
+    }
+
+    private let backend: Backend
+    private let metrics: ServerMetrics
+    private let logger: Logger
+    /// Once set, every byte goes to the full HTTP/1.1 path.
+    private var passThrough = false
+    /// Input not handled yet: a head still arriving, or requests behind one being answered.
+    private var unread: ByteBuffer?
+    /// An answer is being prepared off the event loop; input waits and reading pauses.
+    private var answering = false
+    private var readPaused = false
+    private var inputClosedPending = false
+    private var needsFlush = false
+    /// The last targets parsed on this connection (pollers repeat theirs).
+    private var lastDocument: (raw: String, parsed: DocumentRequestPath)?
+    private var lastTree: (raw: String, query: String?, namespace: String, path: TreePath)?
+    private var date = (second: -1, text: "")
+
+    init(backend: Backend, metrics: ServerMetrics, logger: Logger) {
+        self.backend = backend
+        self.metrics = metrics
+        self.logger = logger
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        guard !passThrough else {
+            context.fireChannelRead(data)
+            return
+        }
+        var buffer = unwrapInboundIn(data)
+        if var earlier = unread {
+            earlier.writeBuffer(&buffer)
+            buffer = earlier
+        }
+        unread = buffer
+        if !answering { process(context: context, inRead: true) }
+    }
+
+    /// Answers the complete requests at the front of `unread`, in order. Outside a read
+    /// (after an answer prepared off the loop) what goes on to the full path is followed by a
+    /// read-complete, which is when the layers behind take it up.
+    private func process(context: ChannelHandlerContext, inRead: Bool) {
+        while var buffer = unread, buffer.readableBytes > 0, !answering {
+            let started = ContinuousClock.now
+            let parse = SimpleGetRequest.parse(buffer)
+            if case .incomplete = parse { return }
+            guard case .simple(let request) = parse else { break }
+            let target = String(decoding: buffer.getBytes(at: buffer.readerIndex + request.path.lowerBound, length: request.path.count) ?? [],
+                                as: UTF8.self)
+            let query = request.query.flatMap { buffer.getString(at: buffer.readerIndex + $0.lowerBound, length: $0.count) }
+            if let answer = documentAnswer(target, query: query, request) {
+                buffer.moveReaderIndex(forwardBy: request.length)
+                unread = buffer
+                respond(answer, path: target, started: started, context: context)
+            } else if let location = treeLocation(target, query: query) {
+                buffer.moveReaderIndex(forwardBy: request.length)
+                unread = buffer
+                if let cached = backend.tree.cachedEncoding(namespace: location.namespace, path: location.path), !(request.acceptsGzip && cached.count >= FiregateResponder.gzipThreshold) {
+                    respond(Answer(status: .ok, body: cached, surface: .tree), path: target, started: started, context: context)
+                } else {
+                    readTree(location, gzipAccepted: request.acceptsGzip, path: target, started: started, context: context)
+                }
+            } else {
+                break
+            }
+        }
+        guard let rest = unread, rest.readableBytes > 0, !answering else {
+            if unread?.readableBytes == 0 { unread = nil }
+            return
+        }
+        unread = nil
+        passThrough = true
+        context.fireChannelRead(wrapInboundOut(rest))
+        if !inRead { context.fireChannelReadComplete() }
+    }
+
+    func channelReadComplete(context: ChannelHandlerContext) {
+        flushIfNeeded(context: context)
+        context.fireChannelReadComplete()
+    }
+
+    private func flushIfNeeded(context: ChannelHandlerContext) {
+        guard needsFlush else { return }
+        needsFlush = false
+        context.flush()
+    }
+
+    /// No more reads while an answer is prepared: input stays in the kernel, bounded.
+    func read(context: ChannelHandlerContext) {
+        if answering {
+            readPaused = true
+        } else {
+            context.read()
+        }
+    }
+
+    /// The connection's input ended with a head still arriving: the full parser reports it.
+    func channelInactive(context: ChannelHandlerContext) {
+        handOverUnread(context: context)
+        context.fireChannelInactive()
+    }
+
+    /// The client half-closed: what it sent before still gets its answers, so the full path
+    /// hears of it only after the answer under way (if any).
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if case ChannelEvent.inputClosed = event, !passThrough {
+            if answering {
+                inputClosedPending = true
+                return
+            }
+            handOverUnread(context: context)
+        }
+        context.fireUserInboundEventTriggered(event)
+    }
+
+    /// Whether there was anything to hand over.
+    @discardableResult
+    private func handOverUnread(context: ChannelHandlerContext) -> Bool {
+        guard !passThrough, let unread, unread.readableBytes > 0 else { return false }
+        self.unread = nil
+        passThrough = true
+        context.fireChannelRead(wrapInboundOut(unread))
+        return true
+    }
+
+    // MARK: Documents
+
+    /// A document's cached encoding (or the 404 error body), nil when the full path must answer.
+    private func documentAnswer(_ target: String, query: String?, _ request: SimpleGetRequest) -> Answer? {
+        guard query == nil, target.hasPrefix("/v1/") else { return nil }
+        let document: DocumentRequestPath
+        if let lastDocument, lastDocument.raw == target {
+            document = lastDocument.parsed
+        } else {
+            guard let parsed = try? DocumentRequestPath.parse(target) else { return nil }
+            document = parsed
+            lastDocument = (target, parsed)
+        }
+        guard document.verb == nil, document.path.isDocument else { return nil }
+        guard let bytes = backend.documents.database(document.database).encodedDocument(document.path) else {
+            let error = DocumentRoutes.notFound(document.database, document.path)
+            return Answer(status: .notFound, body: JSONWriter.bytes(JSON.errorBody(error)), surface: .documents)
+        }
+        if request.acceptsGzip, bytes.count >= FiregateResponder.gzipThreshold { return nil }
+        return Answer(status: .ok, body: bytes, surface: .documents)
+    }
+
+    // MARK: Tree
+
+    /// The namespace and location of a bare tree GET, nil for anything else.
+    private func treeLocation(_ target: String, query: String?) -> (namespace: String, path: TreePath)? {
+        if let lastTree, lastTree.raw == target, lastTree.query == query { return (lastTree.namespace, lastTree.path) }
+        guard Surface(path: target) == .tree else { return nil }
+        var namespace = backend.defaultProject
+        if let query {
+            guard query.hasPrefix("ns="), !query.contains("&") else { return nil }
+            namespace = String(query.dropFirst(3))
+        }
+        guard (try? TreeBackend.validateNamespace(namespace)) != nil, let path = try? TreeRequest.location(target) else { return nil }
+        lastTree = (target, query, namespace, path)
+        return (namespace, path)
+    }
+
+    /// A location not in the cache: read it from its namespace, then answer and go on with the
+    /// input that came meanwhile.
+    private func readTree(_ location: (namespace: String, path: TreePath), gzipAccepted: Bool, path: String,
+                          started: ContinuousClock.Instant, context: ChannelHandlerContext) {
+        answering = true
+        let tree = backend.tree
+        let loop = context.eventLoop
+        let bound = NIOLoopBound((self, context), eventLoop: loop)
+        Task {
+            let answer: Answer
+            do {
+                let bytes = try await tree.readEncoded(namespace: location.namespace, path: location.path)
+                answer = Answer(status: .ok, body: bytes, surface: .tree)
+            } catch {
+                let failure = ErrorResponse.normalize(error)
+                answer = Answer(status: HTTPResponse.Status(code: failure.httpStatus),
+                                body: JSONWriter.bytes(["error": .string(failure.message)], style: .pretty), surface: .tree)
+            }
+            loop.execute {
+                let (handler, context) = bound.value
+                handler.finishAnswering(answer, gzipAccepted: gzipAccepted, path: path, started: started, context: context)
+            }
+        }
+    }
+
+    private func finishAnswering(_ answer: Answer, gzipAccepted: Bool, path: String, started: ContinuousClock.Instant, context: ChannelHandlerContext) {
+        answering = false
+        guard context.channel.isActive else { return }
+        var answer = answer
+        if gzipAccepted, answer.body.count >= FiregateResponder.gzipThreshold {
+            answer.body = Gzip.compress(answer.body)
+            respond(answer, path: path, started: started, gzipped: true, context: context)
+        } else {
+            respond(answer, path: path, started: started, context: context)
+        }
+        flushIfNeeded(context: context)
+        process(context: context, inRead: false)
+        flushIfNeeded(context: context)
+        guard !answering else { return }
+        if inputClosedPending {
+            inputClosedPending = false
+            if handOverUnread(context: context) { context.fireChannelReadComplete() }
+            context.fireUserInboundEventTriggered(ChannelEvent.inputClosed)
+        }
+        if readPaused {
+            readPaused = false
+            context.read()
+        }
+    }
+
+    // MARK: Writing
+
+    private func respond(_ answer: Answer, path: String, started: ContinuousClock.Instant, gzipped: Bool = false, context: ChannelHandlerContext) {
+        var out = context.channel.allocator.buffer(capacity: answer.body.count + 240)
+        out.writeStaticString("HTTP/1.1 ")
+        out.writeString("\(answer.status.code) \(BareGetFastPath.reasonPhrase(answer.status))")
+        out.writeStaticString("\r\nContent-Type: application/json; charset=utf-8\r\n")
+        if answer.surface == .tree {
+            out.writeStaticString("Access-Control-Allow-Origin: *\r\n")
+            if answer.status == .ok { out.writeStaticString("Cache-Control: no-cache\r\n") }
+        }
+        if gzipped { out.writeStaticString("Content-Encoding: gzip\r\nVary: Accept-Encoding\r\n") }
+        out.writeStaticString("Content-Length: ")
+        out.writeString(String(answer.body.count))
+        out.writeStaticString("\r\nDate: ")
+        out.writeString(currentDate())
+        out.writeStaticString("\r\nServer: ")
+        out.writeString(FiregateServer.serverName)
+        out.writeStaticString("\r\n\r\n")
+        out.writeBytes(answer.body)
+        context.write(wrapOutboundOut(out), promise: nil)
+        needsFlush = true
+        let duration = ContinuousClock.now - started
+        metrics.requestFinished(surface: answer.surface, method: "GET", status: answer.status.code, duration: duration)
+        if logger.logLevel <= .info {
+            FiregateResponder.logRequest(logger, method: "GET", path: path, status: answer.status.code, duration: duration, surface: answer.surface)
+        }
+    }
+
+    static func reasonPhrase(_ status: HTTPResponse.Status) -> String {
+        status.reasonPhrase.isEmpty ? HTTPResponseStatus(statusCode: status.code).reasonPhrase : status.reasonPhrase
+    }
+
+    /// The `Date` header, formatted once a second per connection.
+    private func currentDate() -> String {
+        let second = HTTPDate.currentSecond()
+        if date.second != second { date = (second, HTTPDate.format(second)) }
+        return date.text
+    }
+}
