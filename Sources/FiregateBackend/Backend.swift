@@ -18,9 +18,10 @@ public final class Backend: Sendable {
     public static var migrations: [StoreMigration] { DocumentBackend.migrations + TreeBackend.migrations }
 
     /// Opens (or creates) the store under `directory` — nil keeps everything in memory — and
-    /// loads the persisted state.
+    /// loads the persisted state (the documents in the background with `loadInBackground`:
+    /// see `DocumentBackend.loaded()`).
     /// `extraMigrations` are the edge clients' tables, which live in the same store.
-    public init(directory: URL?, defaultProject: String, extraMigrations: [StoreMigration] = []) async throws {
+    public init(directory: URL?, defaultProject: String, extraMigrations: [StoreMigration] = [], loadInBackground: Bool = false) async throws {
         let store = try SQLiteStore(directory: directory, migrations: Backend.migrations + extraMigrations)
         let clock = ServerClock()
         self.store = store
@@ -29,7 +30,7 @@ public final class Backend: Sendable {
         let operations = OperationsLog(clock: clock)
         self.operations = operations
         let documentStorage: any DocumentStorage = directory == nil ? MemoryDocumentStorage() : SQLiteDocumentStorage(store: store)
-        documents = try DocumentBackend(storage: documentStorage, clock: clock, operations: operations)
+        documents = try DocumentBackend(storage: documentStorage, clock: clock, operations: operations, loadInBackground: loadInBackground)
         tree = try await TreeBackend(store: store, clock: clock, operations: operations)
         clock.onChange { [weak operations, weak clock] time in
             operations?.record(.clock(frozen: clock?.isFrozen ?? false), at: time)

@@ -46,9 +46,12 @@ public enum FiregateServer {
         )
     }
 
-    /// Opens the backend (and the edge clients' tables) as configured.
+    /// Opens the backend (and the edge clients' tables) as configured. The stored documents
+    /// load in the background: the server answers at once, and document requests wait for
+    /// the load (`DocumentBackend.loaded()` says when it is done or failed).
     public static func openBackend(_ configuration: ServerConfiguration) async throws -> Backend {
-        try await Backend(directory: configuration.dataDirectory, defaultProject: configuration.project, extraMigrations: EdgeClients.migrations)
+        try await Backend(directory: configuration.dataDirectory, defaultProject: configuration.project, extraMigrations: EdgeClients.migrations,
+                          loadInBackground: true)
     }
 
     public static func makeApplication(configuration: ServerConfiguration, backend: Backend,

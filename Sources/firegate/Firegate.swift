@@ -92,9 +92,25 @@ struct Serve: AsyncParsableCommand {
             try await FiregateServer.importArchive(from: importPath, backend: backend, clients: clients)
         }
         let app = try FiregateServer.makeApplication(configuration: configuration, backend: backend, clients: clients)
-        try await app.runService()
+        // The server runs while the stored documents load; a failed load stops it.
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { try await app.runService() }
+            group.addTask {
+                do {
+                    try await backend.documents.loaded()
+                } catch {
+                    throw StartupFailure(description: "The stored documents could not be loaded: \(error)")
+                }
+            }
+            while try await group.next() != nil {}
+        }
         if let exportOnExit {
             try await FiregateServer.exportArchive(to: exportOnExit, backend: backend, clients: clients)
         }
     }
+}
+
+/// Why the server stopped during its start (printed as `Error: …`).
+struct StartupFailure: Error, CustomStringConvertible {
+    let description: String
 }

@@ -34,11 +34,10 @@ struct DatabaseState {
 
     mutating func put(_ document: Document) {
         let path = document.path
-        if documents[path] == nil {
+        if documents.updateValue(Entry(document: document, encoded: nil), forKey: path) == nil {
             collections[path.parent, default: []].insert(path)
             groups[path.parent.lastSegment, default: []].insert(path)
         }
-        documents[path] = Entry(document: document, encoded: nil)
     }
 
     mutating func remove(_ path: ResourcePath) {

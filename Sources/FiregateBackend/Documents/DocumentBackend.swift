@@ -3,31 +3,52 @@ import FiregateStore
 import Synchronization
 
 /// The Firestore-style document databases, one per project and database id, created on
-/// first use and loaded from storage at start.
+/// first use and loaded from storage at start — in the background when asked, so the server
+/// answers before a large store is in memory (DESIGN §3's start target); every access to the
+/// databases waits for that load.
 public final class DocumentBackend: Sendable {
     public static let migrations: [StoreMigration] = SQLiteDocumentStorage.migrations
 
     let clock: ServerClock
     let storage: any DocumentStorage
     let operations: OperationsLog?
-    private let databases: Mutex<[DatabaseID: DocumentDatabase]>
+    private let databases = Mutex<[DatabaseID: DocumentDatabase]>([:])
+    private let startupLoad: StartupLoad?
 
-    public init(storage: any DocumentStorage, clock: ServerClock, operations: OperationsLog? = nil) throws {
+    /// Loads the stored documents before returning, or with `loadInBackground` on a thread of
+    /// its own (see `loaded()`).
+    public init(storage: any DocumentStorage, clock: ServerClock, operations: OperationsLog? = nil, loadInBackground: Bool = false) throws {
         self.clock = clock
         self.storage = storage
         self.operations = operations
+        startupLoad = loadInBackground ? StartupLoad() : nil
+        if let startupLoad {
+            startupLoad.start { [self] in try load() }
+        } else {
+            try load()
+        }
+    }
+
+    private func load() throws {
         var loaded: [DatabaseID: [Document]] = [:]
         for (database, document) in try storage.loadAll() { loaded[database, default: []].append(document) }
-        var databases: [DatabaseID: DocumentDatabase] = [:]
+        var made: [DatabaseID: DocumentDatabase] = [:]
         for (id, documents) in loaded {
-            databases[id] = DocumentDatabase(id: id, clock: clock, storage: storage, operations: operations, documents: documents)
+            made[id] = DocumentDatabase(id: id, clock: clock, storage: storage, operations: operations, documents: documents)
         }
-        self.databases = Mutex(databases)
+        databases.withLock { $0.merge(made) { _, stored in stored } }
+    }
+
+    /// Returns once the stored documents are in memory; throws when they could not be loaded
+    /// (the server stops then).
+    public func loaded() async throws {
+        try await startupLoad?.wait()
     }
 
     /// The database with this id, created empty if it does not exist yet.
     public func database(_ id: DatabaseID) -> DocumentDatabase {
-        databases.withLock { databases in
+        startupLoad?.waitUntilLoaded()
+        return databases.withLock { databases in
             if let existing = databases[id] { return existing }
             let database = DocumentDatabase(id: id, clock: clock, storage: storage, operations: operations, documents: [])
             databases[id] = database
@@ -36,5 +57,8 @@ public final class DocumentBackend: Sendable {
     }
 
     /// Every database that exists.
-    public var allDatabases: [DocumentDatabase] { databases.withLock { Array($0.values) } }
+    public var allDatabases: [DocumentDatabase] {
+        startupLoad?.waitUntilLoaded()
+        return databases.withLock { Array($0.values) }
+    }
 }

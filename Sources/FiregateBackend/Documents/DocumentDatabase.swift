@@ -26,6 +26,7 @@ public final class DocumentDatabase: Sendable {
         self.storage = storage
         self.operations = operations
         state.withLock { state in
+            state.documents.reserveCapacity(documents.count)
             for document in documents { state.put(document) }
             // Loaded documents come without their history: refuse reads of earlier times.
             if !documents.isEmpty { state.prunedThrough = clock.now() }
