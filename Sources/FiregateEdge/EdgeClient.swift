@@ -48,7 +48,7 @@ public actor EdgeClient {
     var watch: WatchConnection?
     /// The newest feed sequence this client has processed (or skipped as irrelevant).
     /// What the watch connection hands this client: the collections of its listeners.
-    let watchInterest = WatchInterest()
+    let watchInterest = FeedInterest()
     /// Listeners whose server result changed while the watch gate was held.
     var heldTargets: Set<Int> = []
     var sendingWrites = false

@@ -176,8 +176,10 @@ final class ChangeFeedTests: XCTestCase {
 /// A subscription with an interest hands out only the commits it wants, and still knows when
 /// everything published was handled.
 final class FeedInterestTests: XCTestCase {
-    func collectionIs(_ id: String) -> FeedSubscription.Interest {
-        { record in record.changes.contains { $0.path.parent.lastSegment == id } }
+    func collectionIs(_ id: String) -> FeedInterest {
+        let interest = FeedInterest()
+        interest.set([Query(collectionID: id)])
+        return interest
     }
 
     func testRejectedCommitsAreNotHandedOutButCountAsHandled() async throws {
@@ -213,5 +215,45 @@ final class FeedInterestTests: XCTestCase {
         _ = try await db.commit([set("c/b", [:])])
         guard case .commit(let record)? = await next.value else { return XCTFail("expected c/b") }
         XCTAssertEqual(record.sequence, 3)
+    }
+
+    func testTheInterestFollowsItsQueriesAndCollectionGroupsAreCheckedByParent() async throws {
+        let db = try memoryDatabase()
+        let interest = FeedInterest()
+        let subscription = db.feed.subscribe(bufferLimit: 100, interest: interest)
+        defer { subscription.cancel() }
+        _ = try await db.commit([set("c/a", [:])])  // no queries yet: not for us
+        await subscription.waitUntilHandled(through: db.feed.lastPublished)
+        XCTAssertEqual(subscription.buffered, 0)
+
+        // Every `items` collection under rooms/r1, not under rooms/r2.
+        interest.set([Query(parent: rpath("rooms/r1"), collectionID: "items", allDescendants: true)])
+        _ = try await db.commit([set("rooms/r2/items/x", [:])])
+        _ = try await db.commit([set("rooms/r1/items/y", [:])])
+        guard case .commit(let record)? = await subscription.next() else { return XCTFail("expected rooms/r1/items/y") }
+        XCTAssertEqual(record.changes.map(\.path), [rpath("rooms/r1/items/y")])
+        XCTAssertEqual(record.sequence, 3)
+
+        interest.set([])
+        _ = try await db.commit([set("rooms/r1/items/z", [:])])
+        let consumer = Task { await subscription.next() }
+        await subscription.waitUntilHandled(through: db.feed.lastPublished)
+        _ = try await db.commit([set("other/1", [:])])
+        interest.set([Query(collectionID: "other")])
+        _ = try await db.commit([set("other/2", [:])])
+        guard case .commit(let later)? = await consumer.value else { return XCTFail("expected other/2") }
+        XCTAssertEqual(later.changes.map(\.path), [rpath("other/2")], "nothing before the interest named the collection")
+    }
+
+    func testManySubscribersOnOtherCollectionsAreNotVisited() async throws {
+        let db = try memoryDatabase()
+        let others = (0..<200).map { i in db.feed.subscribe(bufferLimit: 4, interest: collectionIs("c\(i)")) }
+        defer { others.forEach { $0.cancel() } }
+        for i in 0..<20 { _ = try await db.commit([set("mine/\(i)", [:])]) }
+        // A subscriber visited for every commit would hold skip items or have overflowed.
+        for subscription in others {
+            XCTAssertEqual(subscription.buffered, 0)
+            XCTAssertEqual(subscription.relevantThrough.load(ordering: .relaxed), 0)
+        }
     }
 }

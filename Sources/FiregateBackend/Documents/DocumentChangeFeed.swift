@@ -2,8 +2,9 @@ import DequeModule
 import FiregateModel
 import Synchronization
 
-/// The ordered stream of a database's durable commits, fanned out to every subscriber
-/// (SSE listeners today, edge clients' watch connections next).
+/// The ordered stream of a database's durable commits, fanned out to its subscribers: every
+/// commit to those without an interest (SSE listeners), and to those with one (edge clients'
+/// watches) only the commits touching its collections, found through an index by collection.
 ///
 /// Each subscription buffers at most `bufferLimit` commits; a reader that falls further
 /// behind gets `.overflow` (resynchronise from the current state) instead of an unbounded
@@ -11,36 +12,93 @@ import Synchronization
 public final class DocumentChangeFeed: Sendable {
     private struct State {
         var subscribers: [Int: FeedSubscription] = [:]
+        /// Subscribers without an interest: they get every commit.
+        var everything: Set<Int> = []
+        /// Subscribers with an interest, by the keys of their queries.
+        var interested: [FeedInterest.Key: Set<Int>] = [:]
+        var keys: [Int: Set<FeedInterest.Key>] = [:]
         var nextID = 0
         var lastPublished: Int64 = 0
+
+        mutating func register(_ subscription: FeedSubscription, keys: Set<FeedInterest.Key>?) {
+            subscribers[subscription.id] = subscription
+            if let keys { index(subscription.id, keys) } else { everything.insert(subscription.id) }
+        }
+
+        mutating func index(_ id: Int, _ newKeys: Set<FeedInterest.Key>) {
+            for key in keys[id] ?? [] {
+                interested[key]?.remove(id)
+                if interested[key]?.isEmpty == true { interested[key] = nil }
+            }
+            keys[id] = newKeys
+            for key in newKeys { interested[key, default: []].insert(id) }
+        }
+
+        mutating func remove(_ id: Int) -> FeedSubscription? {
+            everything.remove(id)
+            index(id, [])
+            keys[id] = nil
+            return subscribers.removeValue(forKey: id)
+        }
     }
 
     private let state = Mutex(State())
 
     public init() {}
 
-    /// Subscribes to commits published from now on. With `interest`, commits it rejects are
-    /// not handed out (they only count as handled, see `FeedSubscription.waitUntilHandled`):
-    /// a subscriber interested in a few collections does no work for the others.
-    public func subscribe(bufferLimit: Int, interest: FeedSubscription.Interest? = nil) -> FeedSubscription {
+    /// Subscribes to commits published from now on. With `interest`, only commits touching
+    /// its queries' collections are handed out; the others never reach the subscriber and
+    /// still count as handled (see `FeedSubscription.waitUntilHandled`).
+    public func subscribe(bufferLimit: Int, interest: FeedInterest? = nil) -> FeedSubscription {
+        func register(_ keys: Set<FeedInterest.Key>?) -> FeedSubscription {
+            state.withLock { state in
+                state.nextID += 1
+                let subscription = FeedSubscription(id: state.nextID, bufferLimit: bufferLimit, feed: self, startsAfter: state.lastPublished,
+                                                    interest: interest)
+                state.register(subscription, keys: keys)
+                return subscription
+            }
+        }
+        guard let interest else { return register(nil) }
+        var subscription: FeedSubscription!
+        interest.attach(to: self) { keys in
+            subscription = register(keys)
+            return subscription.id
+        }
+        return subscription
+    }
+
+    /// A subscription's interest changed.
+    func reindex(_ id: Int, keys: Set<FeedInterest.Key>) {
         state.withLock { state in
-            state.nextID += 1
-            let subscription = FeedSubscription(id: state.nextID, bufferLimit: bufferLimit, feed: self, startsAfter: state.lastPublished,
-                                                interest: interest)
-            state.subscribers[state.nextID] = subscription
-            return subscription
+            guard state.subscribers[id] != nil else { return }
+            state.index(id, keys)
         }
     }
 
     func unsubscribe(_ id: Int) {
-        _ = state.withLock { $0.subscribers.removeValue(forKey: id) }
+        // The interest's lock is never taken under the feed's (see `FeedInterest.attach`).
+        let removed = state.withLock { $0.remove(id) }
+        removed?.interest?.detach(id: id)
     }
 
-    /// Called once per durable commit, in commit order.
+    /// Called once per durable commit, in commit order. Each subscriber it is for learns the
+    /// commit's sequence under the feed's lock, so `waitUntilHandled` never misses one on its
+    /// way.
     func publish(_ record: CommitRecord) {
         let subscribers = state.withLock { state in
             state.lastPublished = record.sequence
-            return Array(state.subscribers.values)
+            var ids = state.everything
+            if !state.interested.isEmpty {
+                for change in record.changes {
+                    for key in FeedInterest.keys(of: change.path) { ids.formUnion(state.interested[key] ?? []) }
+                }
+            }
+            return ids.compactMap { id -> FeedSubscription? in
+                let subscriber = state.subscribers[id]
+                subscriber?.relevantThrough.store(record.sequence, ordering: .releasing)
+                return subscriber
+            }
         }
         for subscriber in subscribers { subscriber.deliver(.commit(record)) }
     }
@@ -48,10 +106,13 @@ public final class DocumentChangeFeed: Sendable {
     /// Ends every subscription with `error` (database reset, shutdown).
     func closeAll(_ error: FiregateError) {
         let subscribers = state.withLock { state -> [FeedSubscription] in
-            defer { state.subscribers.removeAll() }
+            defer { state = State(nextID: state.nextID, lastPublished: state.lastPublished) }
             return Array(state.subscribers.values)
         }
-        for subscriber in subscribers { subscriber.deliver(.closed(error)) }
+        for subscriber in subscribers {
+            subscriber.interest?.detach(id: subscriber.id)
+            subscriber.deliver(.closed(error))
+        }
     }
 
     public var subscriberCount: Int { state.withLock { $0.subscribers.count } }
@@ -79,8 +140,6 @@ public enum FeedEvent: Sendable {
 /// with nothing before it pending. `waitUntilHandled` lets a consumer wait for that.
 public final class FeedSubscription: AsyncSequence, Sendable {
     public typealias Element = FeedEvent
-    /// Whether a commit concerns the subscriber; evaluated at publish time, so it must be cheap.
-    public typealias Interest = @Sendable (CommitRecord) -> Bool
 
     fileprivate enum Item {
         case commit(CommitRecord)
@@ -107,15 +166,19 @@ public final class FeedSubscription: AsyncSequence, Sendable {
     let bufferLimit: Int
     /// The last sequence published before this subscription began; it receives the later ones.
     public let startsAfter: Int64
-    let interest: Interest?
+    let interest: FeedInterest?
+    /// The newest commit published for this subscriber (set by the feed as it publishes):
+    /// later ones were not for it, so handling this one handles everything published.
+    let relevantThrough: Atomic<Int64>
     private weak let feedReference: DocumentChangeFeed?
     private let state: Mutex<State>
 
-    init(id: Int, bufferLimit: Int, feed: DocumentChangeFeed, startsAfter: Int64, interest: Interest? = nil) {
+    init(id: Int, bufferLimit: Int, feed: DocumentChangeFeed, startsAfter: Int64, interest: FeedInterest? = nil) {
         self.id = id
         self.bufferLimit = bufferLimit
         self.startsAfter = startsAfter
         self.interest = interest
+        relevantThrough = Atomic(startsAfter)
         self.feedReference = feed
         var initial = State()
         initial.handled = startsAfter
@@ -125,7 +188,8 @@ public final class FeedSubscription: AsyncSequence, Sendable {
 
     public func deliver(_ event: FeedEvent) {
         var relevant = true
-        if case .commit(let record) = event, let interest { relevant = interest(record) }
+        // The index found the subscriber by collection; a collection group's parent is checked here.
+        if case .commit(let record) = event, let interest { relevant = interest.matches(record) }
         var handledWaiters: [CheckedContinuation<Void, Never>] = []
         defer { for waiter in handledWaiters { waiter.resume() } }
         let resume = state.withLock { state -> (CheckedContinuation<FeedEvent?, Never>, FeedEvent)? in
@@ -180,7 +244,9 @@ public final class FeedSubscription: AsyncSequence, Sendable {
     }
 
     /// Returns once every commit up to `sequence` is handled (or the subscription ended).
-    public func waitUntilHandled(through sequence: Int64) async {
+    /// Commits never published for this subscriber need no handling.
+    public func waitUntilHandled(through requested: Int64) async {
+        let sequence = Swift.min(requested, relevantThrough.load(ordering: .acquiring))
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             let done = state.withLock { state -> Bool in
                 if state.finished || state.handled >= sequence { return true }
