@@ -52,12 +52,11 @@ public struct SQLiteDocumentStorage: DocumentStorage {
         }
         store.committer.enqueue({ db in
             for (path, fields, created, updated) in upserts {
-                try db.execute(
-                    sql: "INSERT OR REPLACE INTO documents (project, database, path, fields, create_us, update_us) VALUES (?, ?, ?, ?, ?, ?)",
-                    arguments: [project, database, path, fields, created, updated])
+                try db.cachedStatement(sql: "INSERT OR REPLACE INTO documents (project, database, path, fields, create_us, update_us) VALUES (?, ?, ?, ?, ?, ?)")
+                    .execute(arguments: [project, database, path, fields, created, updated])
             }
             for path in deletes {
-                try db.execute(sql: "DELETE FROM documents WHERE project = ? AND database = ? AND path = ?", arguments: [project, database, path])
+                try db.cachedStatement(sql: "DELETE FROM documents WHERE project = ? AND database = ? AND path = ?").execute(arguments: [project, database, path])
             }
             try companion?.get()(db)
         }, completion: onDurable)
@@ -90,7 +89,7 @@ public struct SQLiteDocumentStorage: DocumentStorage {
     public func enqueueClear(_ database: DatabaseID, onDurable: @escaping @Sendable (Result<Void, any Error>) -> Void) {
         let project = database.project, name = database.database
         store.committer.enqueue({ db in
-            try db.execute(sql: "DELETE FROM documents WHERE project = ? AND database = ?", arguments: [project, name])
+            try db.cachedStatement(sql: "DELETE FROM documents WHERE project = ? AND database = ?").execute(arguments: [project, name])
         }, completion: onDurable)
     }
 }

@@ -152,7 +152,7 @@ public struct EdgeCacheStorage: Sendable {
     public func saveSettings(_ settings: JSON) {
         let id = clientID, data = Data(JSONWriter.bytes(settings))
         enqueue { db in
-            try db.execute(sql: "INSERT OR REPLACE INTO edge_clients (client_id, settings) VALUES (?, ?)", arguments: [id, data])
+            try db.cachedStatement(sql: "INSERT OR REPLACE INTO edge_clients (client_id, settings) VALUES (?, ?)").execute(arguments: [id, data])
         }
     }
 
@@ -161,10 +161,10 @@ public struct EdgeCacheStorage: Sendable {
         let fields = found.map { Data(JSONWriter.bytes(Value.fieldsJSON($0.fields))) }
         let created = found?.createTime.microseconds ?? 0, updated = found?.updateTime.microseconds ?? version.microseconds
         enqueue { db in
-            try db.execute(sql: """
+            try db.cachedStatement(sql: """
                 INSERT OR REPLACE INTO edge_remote_documents (client_id, path, found, committed, fields, create_us, update_us, sequence)
                 VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-                """, arguments: [id, key, found != nil, committed, fields, created, updated, sequenceNumber])
+                """).execute(arguments: [id, key, found != nil, committed, fields, created, updated, sequenceNumber])
         }
     }
 
@@ -172,7 +172,7 @@ public struct EdgeCacheStorage: Sendable {
     public func saveDocumentSequence(_ path: ResourcePath, _ sequenceNumber: Int64) {
         let id = clientID, key = path.canonical
         enqueue { db in
-            try db.execute(sql: "UPDATE edge_remote_documents SET sequence = ? WHERE client_id = ? AND path = ?", arguments: [sequenceNumber, id, key])
+            try db.cachedStatement(sql: "UPDATE edge_remote_documents SET sequence = ? WHERE client_id = ? AND path = ?").execute(arguments: [sequenceNumber, id, key])
         }
     }
 
@@ -181,7 +181,7 @@ public struct EdgeCacheStorage: Sendable {
         let id = clientID, keys = paths.map(\.canonical)
         enqueue { db in
             for key in keys {
-                try db.execute(sql: "DELETE FROM edge_remote_documents WHERE client_id = ? AND path = ?", arguments: [id, key])
+                try db.cachedStatement(sql: "DELETE FROM edge_remote_documents WHERE client_id = ? AND path = ?").execute(arguments: [id, key])
             }
         }
     }
@@ -193,8 +193,7 @@ public struct EdgeCacheStorage: Sendable {
                              onDurable: @escaping GroupCommitter.Completion) {
         let id = clientID, data = Data(JSONWriter.bytes(writes))
         store.committer.enqueue({ db in
-            try db.execute(sql: "INSERT OR REPLACE INTO edge_mutations (client_id, batch_id, local_write_us, writes, uid) VALUES (?, ?, ?, ?, ?)",
-                           arguments: [id, batchID, localWriteTime.microseconds, data, uid])
+            try db.cachedStatement(sql: "INSERT OR REPLACE INTO edge_mutations (client_id, batch_id, local_write_us, writes, uid) VALUES (?, ?, ?, ?, ?)").execute(arguments: [id, batchID, localWriteTime.microseconds, data, uid])
         }, completion: onDurable)
     }
 
@@ -212,7 +211,7 @@ public struct EdgeCacheStorage: Sendable {
     func mutationDeletion(id batchID: Int64) -> GroupCommitter.Work {
         let id = clientID
         return { db in
-            try db.execute(sql: "DELETE FROM edge_mutations WHERE client_id = ? AND batch_id = ?", arguments: [id, batchID])
+            try db.cachedStatement(sql: "DELETE FROM edge_mutations WHERE client_id = ? AND batch_id = ?").execute(arguments: [id, batchID])
         }
     }
 
@@ -220,8 +219,7 @@ public struct EdgeCacheStorage: Sendable {
         let id = clientID
         let keys = Data(JSONWriter.bytes(.array(target.documents.map { .string($0.canonical) })))
         enqueue { db in
-            try db.execute(sql: "INSERT OR REPLACE INTO edge_targets (client_id, query, sequence, synced, documents) VALUES (?, ?, ?, ?, ?)",
-                           arguments: [id, target.query, target.sequenceNumber, target.synced, keys])
+            try db.cachedStatement(sql: "INSERT OR REPLACE INTO edge_targets (client_id, query, sequence, synced, documents) VALUES (?, ?, ?, ?, ?)").execute(arguments: [id, target.query, target.sequenceNumber, target.synced, keys])
         }
     }
 
@@ -229,7 +227,7 @@ public struct EdgeCacheStorage: Sendable {
     public func saveIndexes(_ definitions: JSON) {
         let id = clientID, data = Data(JSONWriter.bytes(definitions))
         enqueue { db in
-            try db.execute(sql: "INSERT OR REPLACE INTO edge_indexes (client_id, definitions) VALUES (?, ?)", arguments: [id, data])
+            try db.cachedStatement(sql: "INSERT OR REPLACE INTO edge_indexes (client_id, definitions) VALUES (?, ?)").execute(arguments: [id, data])
         }
     }
 
@@ -237,7 +235,7 @@ public struct EdgeCacheStorage: Sendable {
         let id = clientID
         enqueue { db in
             for query in queries {
-                try db.execute(sql: "DELETE FROM edge_targets WHERE client_id = ? AND query = ?", arguments: [id, query])
+                try db.cachedStatement(sql: "DELETE FROM edge_targets WHERE client_id = ? AND query = ?").execute(arguments: [id, query])
             }
         }
     }
@@ -246,11 +244,11 @@ public struct EdgeCacheStorage: Sendable {
     public func clear(includingSettings: Bool) {
         let id = clientID
         enqueue { db in
-            try db.execute(sql: "DELETE FROM edge_remote_documents WHERE client_id = ?", arguments: [id])
-            try db.execute(sql: "DELETE FROM edge_mutations WHERE client_id = ?", arguments: [id])
-            try db.execute(sql: "DELETE FROM edge_targets WHERE client_id = ?", arguments: [id])
-            try db.execute(sql: "DELETE FROM edge_indexes WHERE client_id = ?", arguments: [id])
-            if includingSettings { try db.execute(sql: "DELETE FROM edge_clients WHERE client_id = ?", arguments: [id]) }
+            try db.cachedStatement(sql: "DELETE FROM edge_remote_documents WHERE client_id = ?").execute(arguments: [id])
+            try db.cachedStatement(sql: "DELETE FROM edge_mutations WHERE client_id = ?").execute(arguments: [id])
+            try db.cachedStatement(sql: "DELETE FROM edge_targets WHERE client_id = ?").execute(arguments: [id])
+            try db.cachedStatement(sql: "DELETE FROM edge_indexes WHERE client_id = ?").execute(arguments: [id])
+            if includingSettings { try db.cachedStatement(sql: "DELETE FROM edge_clients WHERE client_id = ?").execute(arguments: [id]) }
         }
     }
 
@@ -261,8 +259,7 @@ public struct EdgeCacheStorage: Sendable {
             for table in ["edge_remote_documents", "edge_mutations", "edge_targets", "edge_indexes", "edge_clients"] {
                 try db.execute(sql: "DELETE FROM \(table) WHERE client_id = ?", arguments: [id])
             }
-            try db.execute(sql: "INSERT INTO edge_clients (client_id, settings) VALUES (?, ?)",
-                           arguments: [id, Data(JSONWriter.bytes(snapshot.settings))])
+            try db.cachedStatement(sql: "INSERT INTO edge_clients (client_id, settings) VALUES (?, ?)").execute(arguments: [id, Data(JSONWriter.bytes(snapshot.settings))])
             for doc in snapshot.documents {
                 try db.execute(sql: """
                     INSERT INTO edge_remote_documents (client_id, path, found, committed, fields, create_us, update_us, sequence)
@@ -271,15 +268,13 @@ public struct EdgeCacheStorage: Sendable {
                                     doc.found ? doc.createTime.microseconds : 0, doc.updateTime.microseconds, doc.sequenceNumber])
             }
             for (batchID, time, writes) in snapshot.mutations {
-                try db.execute(sql: "INSERT INTO edge_mutations (client_id, batch_id, local_write_us, writes, uid) VALUES (?, ?, ?, ?, ?)",
-                               arguments: [id, batchID, time.microseconds, Data(JSONWriter.bytes(writes)), snapshot.mutationUsers[batchID] ?? ""])
+                try db.cachedStatement(sql: "INSERT INTO edge_mutations (client_id, batch_id, local_write_us, writes, uid) VALUES (?, ?, ?, ?, ?)").execute(arguments: [id, batchID, time.microseconds, Data(JSONWriter.bytes(writes)), snapshot.mutationUsers[batchID] ?? ""])
             }
             if let indexes = snapshot.indexes {
-                try db.execute(sql: "INSERT INTO edge_indexes (client_id, definitions) VALUES (?, ?)", arguments: [id, Data(JSONWriter.bytes(indexes))])
+                try db.cachedStatement(sql: "INSERT INTO edge_indexes (client_id, definitions) VALUES (?, ?)").execute(arguments: [id, Data(JSONWriter.bytes(indexes))])
             }
             for target in snapshot.targets {
-                try db.execute(sql: "INSERT INTO edge_targets (client_id, query, sequence, synced, documents) VALUES (?, ?, ?, ?, ?)",
-                               arguments: [id, target.query, target.sequenceNumber, target.synced,
+                try db.cachedStatement(sql: "INSERT INTO edge_targets (client_id, query, sequence, synced, documents) VALUES (?, ?, ?, ?, ?)").execute(arguments: [id, target.query, target.sequenceNumber, target.synced,
                                            Data(JSONWriter.bytes(.array(target.documents.map { .string($0.canonical) })))])
             }
         }

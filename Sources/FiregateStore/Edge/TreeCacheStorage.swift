@@ -116,7 +116,7 @@ public struct TreeCacheStorage: Sendable {
     public func deleteQueries(_ ids: [Int64]) {
         let id = clientID
         enqueue { db in
-            for queryID in ids { try db.execute(sql: "DELETE FROM edge_tree_queries WHERE client_id = ? AND id = ?", arguments: [id, queryID]) }
+            for queryID in ids { try db.cachedStatement(sql: "DELETE FROM edge_tree_queries WHERE client_id = ? AND id = ?").execute(arguments: [id, queryID]) }
         }
     }
 
@@ -124,14 +124,14 @@ public struct TreeCacheStorage: Sendable {
     public func saveWrite(id writeID: Int64, body: JSON) async throws {
         let id = clientID, data = Data(JSONWriter.bytes(body))
         try await store.committer.commit { db in
-            try db.execute(sql: "INSERT OR REPLACE INTO edge_tree_writes (client_id, write_id, body) VALUES (?, ?, ?)", arguments: [id, writeID, data])
+            try db.cachedStatement(sql: "INSERT OR REPLACE INTO edge_tree_writes (client_id, write_id, body) VALUES (?, ?, ?)").execute(arguments: [id, writeID, data])
         }
     }
 
     public func deleteWrite(id writeID: Int64) {
         let id = clientID
         enqueue { db in
-            try db.execute(sql: "DELETE FROM edge_tree_writes WHERE client_id = ? AND write_id = ?", arguments: [id, writeID])
+            try db.cachedStatement(sql: "DELETE FROM edge_tree_writes WHERE client_id = ? AND write_id = ?").execute(arguments: [id, writeID])
         }
     }
 
@@ -139,9 +139,9 @@ public struct TreeCacheStorage: Sendable {
         let id = clientID, data = body.map { Data(JSONWriter.bytes($0)) }
         enqueue { db in
             if let data {
-                try db.execute(sql: "INSERT OR REPLACE INTO edge_auth (client_id, body) VALUES (?, ?)", arguments: [id, data])
+                try db.cachedStatement(sql: "INSERT OR REPLACE INTO edge_auth (client_id, body) VALUES (?, ?)").execute(arguments: [id, data])
             } else {
-                try db.execute(sql: "DELETE FROM edge_auth WHERE client_id = ?", arguments: [id])
+                try db.cachedStatement(sql: "DELETE FROM edge_auth WHERE client_id = ?").execute(arguments: [id])
             }
         }
     }
@@ -153,7 +153,7 @@ public struct TreeCacheStorage: Sendable {
             for table in ["edge_tree_cache", "edge_tree_queries", "edge_tree_writes"] {
                 try db.execute(sql: "DELETE FROM \(table) WHERE client_id = ?", arguments: [id])
             }
-            if includingAuth { try db.execute(sql: "DELETE FROM edge_auth WHERE client_id = ?", arguments: [id]) }
+            if includingAuth { try db.cachedStatement(sql: "DELETE FROM edge_auth WHERE client_id = ?").execute(arguments: [id]) }
         }
     }
 
@@ -176,11 +176,10 @@ public struct TreeCacheStorage: Sendable {
             }
             for body in snapshot.writes {
                 guard let writeID = body["id"]?.integerLike else { continue }
-                try db.execute(sql: "INSERT OR REPLACE INTO edge_tree_writes (client_id, write_id, body) VALUES (?, ?, ?)",
-                               arguments: [id, writeID, Data(JSONWriter.bytes(body))])
+                try db.cachedStatement(sql: "INSERT OR REPLACE INTO edge_tree_writes (client_id, write_id, body) VALUES (?, ?, ?)").execute(arguments: [id, writeID, Data(JSONWriter.bytes(body))])
             }
             if let auth = snapshot.auth {
-                try db.execute(sql: "INSERT INTO edge_auth (client_id, body) VALUES (?, ?)", arguments: [id, Data(JSONWriter.bytes(auth))])
+                try db.cachedStatement(sql: "INSERT INTO edge_auth (client_id, body) VALUES (?, ?)").execute(arguments: [id, Data(JSONWriter.bytes(auth))])
             }
         }
     }
