@@ -27,7 +27,16 @@ public struct FiregateResponder: HTTPResponder {
         let started = ContinuousClock.now
         let path = request.uri.path
         let surface = Surface(path: path)
-        var response = await route(surface, request, context: context)
+        var response: Response
+        if FiregateResponder.mayStream(request) {
+            // A stream keeps its connection's task for as long as it is open, and a task keeps
+            // the async-frame memory of its deepest call for its whole life: the routing, the
+            // first query and the first frame run in a task of their own, so an idle stream
+            // holds only the frames of writing it (DESIGN §3's idle-stream memory).
+            response = await Task { await route(surface, request, context: context) }.value
+        } else {
+            response = await route(surface, request, context: context)
+        }
         if response.headers[.contentType]?.hasPrefix("text/event-stream") == true {
             response.body = countingStream(response.body, surface: surface)
         } else if let length = response.body.contentLength, length >= FiregateResponder.gzipThreshold,
@@ -41,6 +50,13 @@ public struct FiregateResponder: HTTPResponder {
                                          duration: duration, surface: surface)
         }
         return response
+    }
+
+    /// Whether the answer may be an event stream: a `:listen` (documents), or an `Accept` of
+    /// event streams (tree, operations events, edge tree streams).
+    static func mayStream(_ request: Request) -> Bool {
+        request.uri.path.hasSuffix(":listen") || request.uri.path.hasSuffix("/events")
+            || (request.headers[.accept]?.contains("text/event-stream") ?? false)
     }
 
     /// The one `info` line per request.
