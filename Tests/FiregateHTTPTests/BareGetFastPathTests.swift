@@ -106,6 +106,14 @@ final class BareGetFastPathTests: XCTestCase {
             guard zipped else { return XCTFail("no answer") }
             XCTAssertTrue(gzip.responses.first?.head.lowercased().contains("content-encoding: gzip") ?? false, gzip.responses.first?.head ?? "")
 
+            // A large tree location is read from its namespace and compressed there.
+            let stored = try await client.send(.put, "/big.json?ns=gz", "\"\(big)\"")
+            XCTAssertEqual(stored.status, 200)
+            let tree = try RawHTTPStream(port: port, raw: "GET /big.json?ns=gz HTTP/1.1\r\nHost: x\r\nAccept-Encoding: gzip\r\n\r\n")
+            let treeZipped = await tree.read { $0.responses.count == 1 }
+            guard treeZipped, let head = tree.responses.first?.head.lowercased() else { return XCTFail("no tree answer") }
+            XCTAssertTrue(head.contains("content-encoding: gzip") && head.contains("vary: accept-encoding"), head)
+
             let metrics = try await client.send(.get, "/metrics")
             XCTAssertTrue(metrics.text.contains(#"firegate_requests_total{surface="documents",method="GET",status="200"} 2"#), metrics.text)
             XCTAssertTrue(metrics.text.contains(#"firegate_requests_total{surface="documents",method="GET",status="404"} 1"#), metrics.text)

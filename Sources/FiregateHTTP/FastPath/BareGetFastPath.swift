@@ -14,7 +14,7 @@ import NIOHTTP1
 /// tree location not in the cache is read from its namespace while later input waits.
 ///
 /// It sits in front of the HTTP/1.1 decoder. The first request on a connection that is not
-/// such a GET (another route or parameter, a body to gzip, a header it does not take) hands
+/// such a GET (another route or parameter, a document body to gzip, a header it does not take) hands
 /// that request and everything after it to the full path for the rest of the connection:
 /// request order is kept because nothing is answered here after that.
 final class BareGetFastPath: ChannelDuplexHandler, RemovableChannelHandler {
@@ -201,7 +201,7 @@ final class BareGetFastPath: ChannelDuplexHandler, RemovableChannelHandler {
         let loop = context.eventLoop
         let bound = NIOLoopBound((self, context), eventLoop: loop)
         Task {
-            let answer: Answer
+            var answer: Answer
             do {
                 let bytes = try await tree.readEncoded(namespace: location.namespace, path: location.path)
                 answer = Answer(status: .ok, body: bytes, surface: .tree)
@@ -210,23 +210,20 @@ final class BareGetFastPath: ChannelDuplexHandler, RemovableChannelHandler {
                 answer = Answer(status: HTTPResponse.Status(code: failure.httpStatus),
                                 body: JSONWriter.bytes(["error": .string(failure.message)], style: .pretty), surface: .tree)
             }
+            // Compressed here, not on the event loop.
+            let gzipped = gzipAccepted && answer.body.count >= FiregateResponder.gzipThreshold
+            if gzipped { answer.body = Gzip.compress(answer.body) }
             loop.execute {
                 let (handler, context) = bound.value
-                handler.finishAnswering(answer, gzipAccepted: gzipAccepted, path: path, started: started, context: context)
+                handler.finishAnswering(answer, gzipped: gzipped, path: path, started: started, context: context)
             }
         }
     }
 
-    private func finishAnswering(_ answer: Answer, gzipAccepted: Bool, path: String, started: ContinuousClock.Instant, context: ChannelHandlerContext) {
+    private func finishAnswering(_ answer: Answer, gzipped: Bool, path: String, started: ContinuousClock.Instant, context: ChannelHandlerContext) {
         answering = false
         guard context.channel.isActive else { return }
-        var answer = answer
-        if gzipAccepted, answer.body.count >= FiregateResponder.gzipThreshold {
-            answer.body = Gzip.compress(answer.body)
-            respond(answer, path: path, started: started, gzipped: true, context: context)
-        } else {
-            respond(answer, path: path, started: started, context: context)
-        }
+        respond(answer, path: path, started: started, gzipped: gzipped, context: context)
         flushIfNeeded(context: context)
         process(context: context, inRead: false)
         flushIfNeeded(context: context)
