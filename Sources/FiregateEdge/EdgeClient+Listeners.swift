@@ -58,6 +58,8 @@ extension EdgeClient {
 
     /// Recomputes the views of `ids` (all listeners when nil) and raises their snapshots.
     func updateViews(_ ids: [Int]? = nil) {
+        let raisedBefore = eventCounter
+        defer { raiseSnapshotsInSync(ifRaisedSince: raisedBefore) }
         let builder = localView()
         for listenerID in ids ?? Array(listeners.keys).sorted() {
             guard var entry = listeners[listenerID] else { continue }
@@ -74,6 +76,8 @@ extension EdgeClient {
 
     /// Gives listeners whose first snapshot was held back a chance to raise it.
     func raiseOnlineState(for ids: [Int]? = nil) {
+        let raisedBefore = eventCounter
+        defer { raiseSnapshotsInSync(ifRaisedSince: raisedBefore) }
         for listenerID in ids ?? Array(listeners.keys).sorted() {
             guard var entry = listeners[listenerID] else { continue }
             if let raised = entry.listener.onOnlineStateChange(onlineState) { emit(raised, to: &entry) }
@@ -95,15 +99,43 @@ extension EdgeClient {
     public func sync(token: String) async {
         if !gates.holdWatch { await catchUpWithWatch() }
         for entry in listeners.values { entry.output.yield(.sync(token: token)) }
+        for observer in inSyncObservers.values { observer.yield(.sync(token: token)) }
+    }
+
+    /// `onSnapshotsInSync`: the stream gets one event at once, then one after every change
+    /// that raised a snapshot on any listener — when all of them show it (EventManager).
+    public func observeSnapshotsInSync() throws(FiregateError) -> (AsyncStream<EdgeEvent>, AsyncStream<EdgeEvent>.Continuation) {
+        try beginDataCall()
+        let (stream, output) = AsyncStream<EdgeEvent>.makeStream(bufferingPolicy: .bufferingOldest(EdgeClient.listenerBuffer))
+        let observerID = nextListenerID
+        nextListenerID += 1
+        inSyncObservers[observerID] = output
+        output.onTermination = { [weak self] _ in
+            Task { await self?.removeInSyncObserver(observerID) }
+        }
+        output.yield(.snapshotsInSync)
+        return (stream, output)
+    }
+
+    func removeInSyncObserver(_ observerID: Int) {
+        inSyncObservers[observerID] = nil
+    }
+
+    /// After a pass over the views: if any listener raised a snapshot, they are all in sync.
+    func raiseSnapshotsInSync(ifRaisedSince counter: Int64) {
+        guard eventCounter != counter else { return }
+        for observer in inSyncObservers.values { observer.yield(.snapshotsInSync) }
     }
 
     func endListeners(with error: FiregateError?) {
         let entries = listeners.values
         listeners.removeAll()
         heldTargets.removeAll()
-        for entry in entries {
-            if let error { entry.output.yield(.error(error)) }
-            entry.output.finish()
+        let outputs = entries.map(\.output) + inSyncObservers.values
+        inSyncObservers.removeAll()
+        for output in outputs {
+            if let error { output.yield(.error(error)) }
+            output.finish()
         }
     }
 }

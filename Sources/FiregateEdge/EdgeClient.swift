@@ -41,6 +41,8 @@ public actor EdgeClient {
     var heartbeat = HeartbeatMonitor()
 
     var listeners: [Int: ListenerEntry] = [:]
+    /// `onSnapshotsInSync` observers, by id.
+    var inSyncObservers: [Int: AsyncStream<EdgeEvent>.Continuation] = [:]
     var nextListenerID = 1
     /// Client-wide event counter: the `id:` of SSE events.
     var eventCounter: Int64 = 0

@@ -55,7 +55,7 @@ public struct FiregateResponder: HTTPResponder {
     /// Whether the answer may be an event stream: a `:listen` (documents), or an `Accept` of
     /// event streams (tree, operations events, edge tree streams).
     static func mayStream(_ request: Request) -> Bool {
-        request.uri.path.hasSuffix(":listen") || request.uri.path.hasSuffix("/events")
+        request.uri.path.hasSuffix(":listen") || request.uri.path.hasSuffix("/events") || request.uri.path.hasSuffix("/snapshotsInSync")
             || (request.headers[.accept]?.contains("text/event-stream") ?? false)
     }
 

@@ -106,8 +106,6 @@ UNMAPPABLE_STEPS = OrderedDict([
     ("applyClientState", "applyClientState (multi-tab)"),
     ("runTimer", "runTimer (SDK timers)"),
     ("setIndexConfiguration", "setIndexConfiguration (client index config)"),
-    ("addSnapshotsInSyncListener", "snapshotsInSync listener"),
-    ("removeSnapshotsInSyncListener", "snapshotsInSync listener"),
     ("watchUsesTargetIndex", "watchUsesTargetIndex (remote target ids)"),
 ])
 
@@ -115,6 +113,7 @@ KNOWN_ACTIONS = {
     "userListen", "userUnlisten", "userSet", "userPatch", "userDelete", "watchAck", "watchEntity",
     "watchCurrent", "watchSnapshot", "watchRemove", "writeAck", "failWrite", "enableNetwork",
     "restart", "shutdown", "clearPersistence", "waitForPendingWrites", "drainQueue", "triggerLruGC", "changeUser",
+    "addSnapshotsInSyncListener", "removeSnapshotsInSyncListener",
 } | set(UNMAPPABLE_STEPS)
 
 STEP_EXPECTATION_KEYS = {"clientIndex", "expectedSnapshotEvents", "expectedState",
@@ -576,8 +575,6 @@ def classify(spec: dict, mode: str) -> list[str]:
                 add(UNMAPPABLE_STEPS[a])
             elif a not in KNOWN_ACTIONS:
                 add(f"unknown step {a}")
-        if "expectedSnapshotsInSyncEvents" in step:
-            add("snapshotsInSync listener")
         es = step.get("expectedState") or {}
         if es.get("activeLimboDocs") or es.get("enqueuedLimboDocs"):
             add("limbo resolution expectations")
@@ -743,6 +740,10 @@ class SpecRun:
         self.spec_writes: list = []  # keys of each not yet acknowledged/rejected write, in order
         self.user = None  # the signed-in user (changeUser); other users' spec_writes are parked
         self.parked_writes: dict = {}
+        # onSnapshotsInSync observers (`GET /clients/{id}/snapshotsInSync`), newest last, and the
+        # events they got during the current step (the runner counts them all together).
+        self.in_sync: list[SSEStream] = []
+        self.in_sync_events = 0
 
     # -- http helpers ---------------------------------------------------------------------------
     def call(self, method, url, expect=(200,), **kw):
@@ -783,6 +784,9 @@ class SpecRun:
             if l.stream is not None:
                 l.stream.close()
         self.listeners.clear()
+        for stream in self.in_sync:
+            stream.close()
+        self.in_sync.clear()
         for method, url in (("DELETE", self.cbase),
                             ("DELETE", f"{self.base}/emulator/v1/projects/{self.project}/databases/(default)/documents")):
             try:
@@ -809,6 +813,14 @@ class SpecRun:
             self.do_listen(step["userListen"], step.get("expectedState") or {})
         elif "userUnlisten" in step:
             self.do_unlisten(step["userUnlisten"])
+        elif "addSnapshotsInSyncListener" in step:
+            self.in_sync.append(SSEStream(f"{self.cbase}/snapshotsInSync"))
+        elif "removeSnapshotsInSyncListener" in step:
+            if not self.in_sync:
+                raise HarnessError("removeSnapshotsInSyncListener without an observer")
+            # What it was told before it goes still counts.
+            self.in_sync_events += self.read_in_sync(self.in_sync[-1], self.sync_marker())
+            self.in_sync.pop().close()
         elif "userSet" in step:
             key, value = step["userSet"]
             self.do_write([{"update": {"name": self.names.name(key), "fields": to_fields(value)}}], [key])
@@ -1071,12 +1083,30 @@ class SpecRun:
         time.sleep(0.01)
 
     # -- collecting and checking ----------------------------------------------------------------
+    def sync_marker(self) -> str:
+        """Puts a fresh marker into every stream of the client; returns its token."""
+        token = f"t{self.step_index}-{uuid.uuid4().hex[:8]}"
+        self.call("POST", f"{self.cbase}/gates:sync", json={"token": token})
+        return token
+
+    def read_in_sync(self, stream: SSEStream, token: str) -> int:
+        """The snapshotsInSync events an observer got before the marker `token`."""
+        try:
+            raw, _ = stream.read_until(lambda e: e.event == "sync" and _token(e) == token, timeout=SYNC_TIMEOUT)
+        except SSEClosed as e:
+            raw = e.events
+        except SSETimeout:
+            raise StepFailure(f"snapshotsInSync observer: no sync marker {token!r} within {SYNC_TIMEOUT}s") from None
+        return sum(1 for e in raw if e.event == "snapshotsInSync")
+
     def collect_events(self) -> list[Event]:
         token = f"t{self.step_index}-{uuid.uuid4().hex[:8]}"
         open_ls = [l for l in self.listeners.values() if not l.done and not l.closing]
         r = self.call("POST", f"{self.cbase}/gates:sync", expect=None, json={"token": token})
-        if open_ls and r.status_code != 200:
+        if (open_ls or self.in_sync) and r.status_code != 200:
             raise StepFailure(f"POST gates:sync -> {r.status_code}: {r.text[:200]}")
+        for stream in self.in_sync:
+            self.in_sync_events += self.read_in_sync(stream, token)
         events: list[Event] = []
         for l in list(self.listeners.values()):
             events.extend(l.pending_events)
@@ -1202,6 +1232,11 @@ class SpecRun:
             if "isShutdown" in es and bool(state.get("terminated")) != bool(es["isShutdown"]):
                 raise StepFailure(f"terminated {state.get('terminated')} (expected {es['isShutdown']})")
         self.check_wait_for_pending_writes(step.get("expectedWaitForPendingWritesEvents", 0) or 0)
+        # As the runner: every step expects its count, none meaning 0.
+        expected_in_sync = step.get("expectedSnapshotsInSyncEvents", 0) or 0
+        got, self.in_sync_events = self.in_sync_events, 0
+        if got != expected_in_sync:
+            raise StepFailure(f"{got} snapshotsInSync event(s), expected {expected_in_sync}")
 
     def check_callbacks(self, expected):
         acked, rejected = [], []

@@ -6,6 +6,9 @@ public enum EdgeEvent: Sendable {
     case snapshot(id: Int64, body: [UInt8])
     /// `event: sync`: the marker a test asked for with `gates:sync`.
     case sync(token: String)
+    /// `event: snapshotsInSync`: every listener has raised its snapshot of the latest change
+    /// (the SDK's `onSnapshotsInSync`).
+    case snapshotsInSync
     /// `event: error`, then the stream ends.
     case error(FiregateError)
     /// A keep-alive comment (the stream's own timer).

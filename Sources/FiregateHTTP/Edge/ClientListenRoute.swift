@@ -39,6 +39,19 @@ struct ClientListenRoute {
                           filter: .field(.documentID, .equal, .reference(target.database.resourceName(target.path))))
         }
         let (events, continuation) = try await client.listen(query, options: options)
+        return ClientListenRoute.eventStream(events, continuation, request, keepAliveSeconds: keepAliveSeconds)
+    }
+
+    /// `GET /clients/{id}/snapshotsInSync`: the SDK's `onSnapshotsInSync` as a stream.
+    func snapshotsInSync(_ request: Request) async throws(FiregateError) -> Response {
+        let (events, continuation) = try await client.observeSnapshotsInSync()
+        return ClientListenRoute.eventStream(events, continuation, request, keepAliveSeconds: keepAliveSeconds)
+    }
+
+    /// The SSE answer carrying a client's events, with keep-alives, until the client ends them,
+    /// the caller hangs up or the server shuts down.
+    static func eventStream(_ events: AsyncStream<EdgeEvent>, _ continuation: AsyncStream<EdgeEvent>.Continuation, _ request: Request,
+                            keepAliveSeconds: Double) -> Response {
         let interval = Duration.milliseconds(Int64(keepAliveSeconds * 1000))
         return Response(status: .ok, headers: ServerSentEvents.headers, body: ResponseBody { writer in
             let keepAlive = Task {
@@ -75,6 +88,8 @@ struct ClientListenRoute {
                 try await writer.write(ServerSentEvents.frame(event: "snapshot", id: String(id), data: body))
             case .sync(let token):
                 try await writer.write(ServerSentEvents.frame(event: "sync", json: ["token": .string(token)]))
+            case .snapshotsInSync:
+                try await writer.write(ServerSentEvents.frame(event: "snapshotsInSync", json: [:]))
             case .keepAlive:
                 try await writer.write(ServerSentEvents.keepAlive)
             case .error(let error):

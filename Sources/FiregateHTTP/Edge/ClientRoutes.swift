@@ -171,6 +171,10 @@ struct ClientRoutes: Sendable {
                 throw .notFound("No write \"\(writeID)\" on client \(id).")
             }
             return JSONResponse.make(EdgeClient.render(n, state))
+        case (.get, "/snapshotsInSync"):
+            await clients.client(id).noteActivity()
+            return try await ClientListenRoute(client: clients.client(id), keepAliveSeconds: documents.listenOptions.keepAliveSeconds)
+                .snapshotsInSync(request)
         case (.get, "/indexes"):
             return JSONResponse.make(await client.indexesJSON())
         case (.put, "/indexes"):

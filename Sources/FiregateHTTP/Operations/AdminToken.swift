@@ -36,7 +36,7 @@ struct AdminToken: Sendable {
         guard let slash = rest.firstIndex(of: "/") else { return true }
         let subpath = rest[slash...]
         if subpath.hasPrefix("/v1/") || subpath.hasSuffix(".json") { return false }
-        return !["/onDisconnect", "/keepSynced", "/transaction", "/auth"].contains(subpath)
+        return !["/onDisconnect", "/keepSynced", "/transaction", "/auth", "/snapshotsInSync"].contains(subpath)
     }
 
     /// Compares without stopping at the first difference.
