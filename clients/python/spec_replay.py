@@ -29,8 +29,13 @@ Two adaptations keep the backend consistent with what the spec's watch stream sa
   also releases the watch gate: the held write reached the backend only at its release, so its
   echo must be delivered for the client to hold the state the spec's SDK holds.
 
+`changeUser` is `PUT /clients/{id}/auth` with the new uid; `addSnapshotsInSyncListener` opens
+`GET /clients/{id}/snapshotsInSync` (its events up to each step's sync marker are counted against
+`expectedSnapshotsInSyncEvents`, none meaning 0, as the runner does) and
+`removeSnapshotsInSyncListener` closes the newest one.
+
 Tests that need what the HTTP API cannot express (existence filters, watch resets and stream errors,
-target removal with an error, limbo expectations, user changes, bundles, multi-tab, persistence
+target removal with an error, limbo expectations, bundles, multi-tab, persistence
 fault injection, timers, snapshots not yet CURRENT while online, watch versions going backwards,
 write acks older than the watch's version, watch documents that do not match their target's query,
 messages for a re-listened target before the old removal is acknowledged) are reported as SKIP
