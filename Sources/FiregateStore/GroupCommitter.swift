@@ -5,10 +5,8 @@ import Synchronization
 /// Group commit: callers hand in units of work; one background writer runs every unit
 /// waiting at that moment inside a single transaction (one fsync), then resumes them all.
 ///
-/// Units run in the order they were submitted. A failing unit rolls back alone and reports its
-/// error to its caller only: the batch first runs as one plain transaction, and only if a unit
-/// fails is it run again with each unit in its own savepoint (units only touch the database,
-/// so running one twice after a rollback is safe).
+/// Units run in the order they were submitted, each in its own savepoint so a failing unit
+/// rolls back alone and reports its error to its caller only.
 public final class GroupCommitter: Sendable {
     public typealias Work = @Sendable (Database) throws -> Void
 
@@ -61,47 +59,29 @@ public final class GroupCommitter: Sendable {
                 return batch
             }
             if batch.isEmpty { return }
-            let results = (try? runTogether(batch)) ?? runApart(batch)
+            var results = [Result<Void, any Error>](repeating: .success(()), count: batch.count)
+            do {
+                try writer.writeWithoutTransaction { db in
+                    try db.inTransaction {
+                        for (i, pending) in batch.enumerated() {
+                            do {
+                                try db.inSavepoint {
+                                    try pending.work(db)
+                                    return .commit
+                                }
+                            } catch {
+                                results[i] = .failure(error)
+                            }
+                        }
+                        return .commit
+                    }
+                }
+            } catch {
+                results = batch.map { _ in .failure(error) }
+            }
             for (pending, result) in zip(batch, results) {
                 pending.completion(result)
             }
         }
-    }
-
-    /// The whole batch in one transaction, no savepoints: the common case. Throws if any unit
-    /// (or the commit) failed, leaving nothing of the batch behind.
-    private func runTogether(_ batch: [Pending]) throws -> [Result<Void, any Error>] {
-        try writer.writeWithoutTransaction { db in
-            try db.inTransaction {
-                for pending in batch { try pending.work(db) }
-                return .commit
-            }
-        }
-        return batch.map { _ in .success(()) }
-    }
-
-    /// Each unit in its own savepoint, so one failing unit fails alone.
-    private func runApart(_ batch: [Pending]) -> [Result<Void, any Error>] {
-        var results = [Result<Void, any Error>](repeating: .success(()), count: batch.count)
-        do {
-            try writer.writeWithoutTransaction { db in
-                try db.inTransaction {
-                    for (i, pending) in batch.enumerated() {
-                        do {
-                            try db.inSavepoint {
-                                try pending.work(db)
-                                return .commit
-                            }
-                        } catch {
-                            results[i] = .failure(error)
-                        }
-                    }
-                    return .commit
-                }
-            }
-        } catch {
-            results = batch.map { _ in .failure(error) }
-        }
-        return results
     }
 }
