@@ -48,8 +48,8 @@ public actor EdgeClient {
     var eventCounter: Int64 = 0
 
     var watch: WatchConnection?
-    /// The newest feed sequence this client has processed (or skipped as irrelevant).
-    /// What the watch connection hands this client: the collections of its listeners.
+    /// The queries the watch connection asks the feed for: its listeners' (the feed indexes
+    /// them by collection, so other collections' commits never reach this client).
     let watchInterest = FeedInterest()
     /// Listeners whose server result changed while the watch gate was held.
     var heldTargets: Set<Int> = []
