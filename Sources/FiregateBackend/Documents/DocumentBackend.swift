@@ -45,6 +45,10 @@ public final class DocumentBackend: Sendable {
         try await startupLoad?.wait()
     }
 
+    /// Whether the stored documents are in memory, so that access does not wait (the HTTP
+    /// fast path must not block its event loop on the start's load).
+    public var isLoaded: Bool { startupLoad?.isFinished ?? true }
+
     /// The database with this id, created empty if it does not exist yet.
     public func database(_ id: DatabaseID) -> DocumentDatabase {
         startupLoad?.waitUntilLoaded()

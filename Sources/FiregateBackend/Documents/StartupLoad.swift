@@ -42,6 +42,9 @@ final class StartupLoad: Sendable {
         }
     }
 
+    /// Whether the load is done (never blocks).
+    var isFinished: Bool { finished.load(ordering: .acquiring) }
+
     /// Blocks the calling thread until the load is done (cheap once it is).
     func waitUntilLoaded() {
         if finished.load(ordering: .acquiring) { return }

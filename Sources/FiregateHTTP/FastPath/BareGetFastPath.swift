@@ -158,7 +158,8 @@ final class BareGetFastPath: ChannelDuplexHandler, RemovableChannelHandler {
 
     /// A document's cached encoding (or the 404 error body), nil when the full path must answer.
     private func documentAnswer(_ target: String, query: String?, _ request: SimpleGetRequest) -> Answer? {
-        guard query == nil, target.hasPrefix("/v1/") else { return nil }
+        // While the start's load runs, the full path waits for it (off the event loop).
+        guard query == nil, target.hasPrefix("/v1/"), backend.documents.isLoaded else { return nil }
         let document: DocumentRequestPath
         if let lastDocument, lastDocument.raw == target {
             document = lastDocument.parsed
