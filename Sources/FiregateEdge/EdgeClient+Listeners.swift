@@ -27,7 +27,11 @@ extension EdgeClient {
         }
         // First the cache's answer, then (online) the server's.
         updateViews([listenerID])
-        if !options.cacheOnly && network.online {
+        if !options.cacheOnly, scripted != nil {
+            // The script answers; offline, the stream asks once the network is back.
+            scriptedListen(queryID)
+            if !network.online { raiseOnlineState(for: [listenerID]) }
+        } else if !options.cacheOnly && network.online {
             ensureWatch()
             if gates.holdWatch {
                 heldTargets.insert(listenerID)
@@ -47,6 +51,7 @@ extension EdgeClient {
         if !listeners.values.contains(where: { $0.queryID == entry.queryID }) {
             // The target's last listener: it becomes inactive now (releaseTarget), and the
             // documents its view showed are no longer referenced by it.
+            if !entry.options.cacheOnly { scriptedUnlisten(entry.queryID) }
             targetCache.beginOperation()
             targetCache.release(entry.queryID)
             persistTarget(entry.queryID)
@@ -57,7 +62,9 @@ extension EdgeClient {
     }
 
     /// Recomputes the views of `ids` (all listeners when nil) and raises their snapshots.
-    func updateViews(_ ids: [Int]? = nil) {
+    /// `pendingResets`: queries whose targets are being listened to again after an
+    /// existence-filter mismatch (scripted watch).
+    func updateViews(_ ids: [Int]? = nil, pendingResets: Set<String> = []) {
         let raisedBefore = eventCounter
         defer { raiseSnapshotsInSync(ifRaisedSince: raisedBefore) }
         let builder = localView()
@@ -65,13 +72,17 @@ extension EdgeClient {
             guard var entry = listeners[listenerID] else { continue }
             let result = builder.run(entry.query)
             let current = entry.current && network.online && !entry.options.cacheOnly
-            let hasCachedResults = targetCache.hasCachedResults(entry.queryID)
-            if let snapshot = entry.view.update(result: result, current: current, hasCachedResults: hasCachedResults),
+            // A scripted watch's views know their target's keys, so they find limbo documents.
+            let target = scripted == nil || entry.options.cacheOnly ? nil : targetCache.targets[entry.queryID]
+            let hasCachedResults = target.map { !$0.resumeToken.isEmpty } ?? targetCache.hasCachedResults(entry.queryID)
+            if let snapshot = entry.view.update(result: result, current: current, hasCachedResults: hasCachedResults, syncedKeys: target?.documents,
+                                                pendingReset: pendingResets.contains(entry.queryID)),
                let raised = entry.listener.onViewSnapshot(snapshot, onlineState: onlineState) {
                 emit(raised, to: &entry)
             }
             listeners[listenerID] = entry
         }
+        updateScriptedLimbo()
     }
 
     /// Gives listeners whose first snapshot was held back a chance to raise it.

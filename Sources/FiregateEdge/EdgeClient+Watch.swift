@@ -7,7 +7,7 @@ import FiregateStore
 extension EdgeClient {
     func ensureWatch() {
         updateWatchInterest()
-        guard watch == nil, network.online, !terminated, listeners.values.contains(where: { !$0.options.cacheOnly }) else { return }
+        guard watch == nil, scripted == nil, network.online, !terminated, listeners.values.contains(where: { !$0.options.cacheOnly }) else { return }
         watch = WatchConnection.open(on: database, for: self, interest: watchInterest)
     }
 
@@ -73,7 +73,7 @@ extension EdgeClient {
     /// is brought to the backend's current state, so a commit whose feed event is still on its
     /// way to this client is included too.
     public func releaseWatch() {
-        guard network.online else { return }
+        guard network.online, scripted == nil else { return }
         heldTargets.removeAll()
         let ids = listeners.filter { !$0.value.options.cacheOnly }.map(\.key).sorted()
         if !ids.isEmpty { refreshTargets(ids) }
@@ -197,7 +197,8 @@ extension EdgeClient {
         guard settings.persistence == .persistent, let storage else { return }
         if let target = targetCache.targets[queryID] {
             storage.saveTarget(EdgeCacheStorage.StoredTarget(query: queryID, sequenceNumber: target.sequenceNumber, synced: target.synced,
-                                                             documents: Array(target.documents)))
+                                                             documents: Array(target.documents), targetID: target.targetID,
+                                                             resumeToken: target.resumeToken, snapshotVersion: target.snapshotVersion))
         } else {
             storage.deleteTargets([queryID])
         }
@@ -206,6 +207,7 @@ extension EdgeClient {
     /// disableNetwork (or injected loss): every target stops being current; views go fromCache.
     func goOffline() {
         stopWatch()
+        scripted?.networkChanged(online: false)
         heldTargets.removeAll()
         for listenerID in listeners.keys { listeners[listenerID]?.current = false }
         updateViews()
@@ -217,8 +219,11 @@ extension EdgeClient {
     /// and send the queued writes.
     func goOnline() {
         ensureWatch()
+        scripted?.networkChanged(online: true)
         let ids = listeners.filter { !$0.value.options.cacheOnly }.map(\.key).sorted()
-        if gates.holdWatch {
+        if scripted != nil {
+            // The reopened stream asks for every target; the script answers.
+        } else if gates.holdWatch {
             heldTargets.formUnion(ids)
         } else if !ids.isEmpty {
             refreshTargets(ids)

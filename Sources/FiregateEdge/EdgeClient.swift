@@ -48,6 +48,10 @@ public actor EdgeClient {
     var eventCounter: Int64 = 0
 
     var watch: WatchConnection?
+    /// The watch stream as the test scripts it (`gates.scriptedWatch`), instead of `watch`.
+    var scripted: ScriptedWatch?
+    /// The limbo lookups of a scripted watch.
+    var limbo = LimboResolutions(maxConcurrent: 100)
     /// The queries the watch connection asks the feed for: its listeners' (the feed indexes
     /// them by collection, so other collections' commits never reach this client).
     let watchInterest = FeedInterest()
@@ -102,7 +106,7 @@ public actor EdgeClient {
     var treeLink: TreeSync.Link {
         TreeSync.Link(online: network.online && !heartbeat.dropped, holdWatch: gates.holdWatch, holdWrites: gates.holdWrites, writesPaused: writesPaused)
     }
-    var onlineState: OnlineState { network.online ? .online : .offline }
+    var onlineState: OnlineState { network.online && !(scripted?.offline ?? false) ? .online : .offline }
 
     /// The client's clock: the server clock plus the configured offset.
     public func now() -> Timestamp {
@@ -156,7 +160,8 @@ public actor EdgeClient {
         }
         var targets: [String: TargetCache.Target] = [:]
         for target in snapshot.targets {
-            targets[target.query] = TargetCache.Target(sequenceNumber: target.sequenceNumber, documents: Set(target.documents), synced: target.synced)
+            targets[target.query] = TargetCache.Target(sequenceNumber: target.sequenceNumber, documents: Set(target.documents), synced: target.synced,
+                                                       targetID: target.targetID, resumeToken: target.resumeToken, snapshotVersion: target.snapshotVersion)
         }
         var targetCache = TargetCache()
         targetCache.restore(targets: targets, documentSequence: sequences)
@@ -169,10 +174,7 @@ public actor EdgeClient {
             batches.append(MutationBatch(id: batchID, localWriteTime: time, writes: writes))
             states[batchID] = .pending
         }
-        /// The signed-in user's mutation queue.
-    var queue = MutationQueue()
-    /// Other users' queues, kept until that user signs in again (the SDK's per-user queues).
-    var parkedQueues: [String: MutationQueue] = [:]
+        var queue = MutationQueue()
         queue.restore(batches)
         return (remote, queue, states, targetCache)
     }
@@ -223,6 +225,7 @@ public actor EdgeClient {
                 "runs": .int(Int64(gcRuns)), "lastRun": lastGC,
             ],
             "lastEventId": .int(eventCounter),
+            "watch": scriptedWatchJSON,
         ]
     }
 
@@ -294,6 +297,16 @@ public actor EdgeClient {
             guard let b = hold.boolValue else { throw .invalidArgument("holdWrites must be a boolean.") }
             gates.holdWrites = b
         }
+        if let limit = json["maxConcurrentLimboResolutions"], limit != .null {
+            guard let n = limit.integerLike, n >= 1, n <= 1_000_000 else {
+                throw .invalidArgument("maxConcurrentLimboResolutions must be an integer from 1 to 1000000.")
+            }
+            gates.maxConcurrentLimboResolutions = Int(n)
+        }
+        if let scripted = json["scriptedWatch"], scripted != .null {
+            guard let b = scripted.boolValue else { throw .invalidArgument("scriptedWatch must be a boolean.") }
+            setScriptedWatch(b)
+        }
         if !gates.holdWatch { releaseWatch() }
         if !gates.holdWrites { pumpWrites() }
         await updateTreeLink()
@@ -321,6 +334,7 @@ public actor EdgeClient {
             targetCache.removeAll()
         }
         indexAutoCreation = false
+        resetScriptedWatch()
         terminated = false
         started = false
         sendingWrites = false
@@ -333,6 +347,7 @@ public actor EdgeClient {
         await treeSync?.terminate()
         endListeners(with: nil)
         stopWatch()
+        resetScriptedWatch()
         gcScheduler?.cancel(self)
         terminated = true
         backend.operations.record(.client(client: id, action: "terminated"))

@@ -114,6 +114,24 @@ UNMAPPABLE_STEPS = OrderedDict([
     ("watchUsesTargetIndex", "watchUsesTargetIndex (remote target ids)"),
 ])
 
+# Reasons a scripted watch (`PUT /clients/{id}/gates {"scriptedWatch":true}`, then every watch
+# step as `POST /clients/{id}/watch`) removes: the steps map one to one, so no backend write has to
+# stand in for what watch says.
+SCRIPTED_REASONS = {
+    "watchFilter (existence/bloom filter)", "watchReset (target reset)",
+    "watchStreamClose (watch stream error injection)",
+    "watchRemove with a cause (listen rejected by the server)",
+    "watch snapshot while a target is not CURRENT (partial snapshot)",
+    "watch delivers an older version than already seen (version regression)",
+    "write ack older than the watch's version of the document (concurrent remote write)",
+    "watch messages for a re-listened target before its old removal is acknowledged",
+    "watch sends a document that does not match its target's query",
+    "limbo resolution expectations",
+}
+
+# The spec's database: its bloom filters hash these names.
+SPEC_PROJECT = "test-project"
+
 KNOWN_ACTIONS = {
     "userListen", "userUnlisten", "userSet", "userPatch", "userDelete", "watchAck", "watchEntity",
     "watchCurrent", "watchSnapshot", "watchRemove", "writeAck", "failWrite", "enableNetwork",
@@ -194,6 +212,13 @@ def to_value(v):
     if isinstance(v, dict):
         return {"mapValue": {"fields": {k: to_value(x) for k, x in v.items()}}}
     raise HarnessError(f"unsupported spec value {v!r}")
+
+
+def spec_time(version) -> str:
+    """A spec version (microseconds since the epoch) as an RFC 3339 timestamp."""
+    v = int(version or 0)
+    secs, micros = divmod(v, 1_000_000)
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(secs)) + f".{micros:06d}Z"
 
 
 def to_fields(obj: dict) -> dict:
@@ -715,15 +740,22 @@ class Listener:
 
 
 class SpecRun:
-    def __init__(self, replay: "Replay", file: str, name: str, spec: dict, mode: str):
+    def __init__(self, replay: "Replay", file: str, name: str, spec: dict, mode: str, scripted: bool = False):
         self.r = replay
         self.file = file
         self.name = name
         self.spec = spec
         self.mode = mode
+        # Scripted: watch steps and write acks go to the client's scripted watch, nothing to the
+        # backend; the project is the spec's own, whose names its bloom filters hash.
+        self.scripted = scripted
         uid = uuid.uuid4().hex[:10]
         self.client = f"spec-{uid}"
-        self.project = f"spec-{uid}"
+        self.project = SPEC_PROJECT if scripted else f"spec-{uid}"
+        # Sticky expectations (the runner checks them after every later step too).
+        self.expected_targets = None
+        self.expected_limbo = None
+        self.expected_enqueued = None
         self.names = Names(self.project)
         self.http = requests.Session()
         self.base = replay.base_url
@@ -782,7 +814,13 @@ class SpecRun:
             r = self.call("PUT", self.cbase, expect=None, json=body)
         if r.status_code not in (200, 201):
             raise StepFailure(f"PUT /clients/{self.client} -> {r.status_code}: {r.text[:300]}")
-        self.call("PUT", f"{self.cbase}/gates", json={"holdWatch": True, "holdWrites": True})
+        if self.scripted:
+            # The runner's default is no limit on concurrent limbo lookups.
+            limit = cfg.get("maxConcurrentLimboResolutions") or 1000000
+            self.call("PUT", f"{self.cbase}/gates", json={"scriptedWatch": True, "holdWrites": True,
+                                                         "maxConcurrentLimboResolutions": limit})
+        else:
+            self.call("PUT", f"{self.cbase}/gates", json={"holdWatch": True, "holdWrites": True})
 
     def teardown(self):
         for l in self.listeners.values():
@@ -814,6 +852,8 @@ class SpecRun:
 
     # -- actions --------------------------------------------------------------------------------
     def do_step(self, step: dict):
+        if self.scripted and self.do_scripted_step(step):
+            return
         if "userListen" in step:
             self.do_listen(step["userListen"], step.get("expectedState") or {})
         elif "userUnlisten" in step:
@@ -905,6 +945,119 @@ class SpecRun:
             pass  # the backend answers listens itself; the release at watchSnapshot delivers
         else:
             raise HarnessError(f"unmapped step reached the runner: {sorted(step)}")
+
+    # -- scripted watch -------------------------------------------------------------------------
+    def watch(self, message: dict):
+        self.call("POST", f"{self.cbase}/watch", json=message)
+
+    def do_scripted_step(self, step: dict) -> bool:
+        """Watch steps and write acks as the runner's encodeWatchChange sends them; False for
+        the steps mapped the same way as without a scripted watch."""
+        def target_change(kind, ids, **extra):
+            body = {"targetChangeType": kind, "targetIds": list(ids)}
+            body.update({k: v for k, v in extra.items() if v is not None})
+            self.watch({"targetChange": body})
+
+        if "watchAck" in step:
+            target_change("ADD", step["watchAck"])
+        elif "watchCurrent" in step:
+            ids, token = step["watchCurrent"]
+            target_change("CURRENT", ids, resumeToken=token)
+        elif "watchReset" in step:
+            target_change("RESET", step["watchReset"])
+        elif "watchRemove" in step:
+            wr = step["watchRemove"]
+            cause = wr.get("cause")
+            target_change("REMOVE", wr.get("targetIds") or [],
+                          cause={"code": cause["code"], "message": cause.get("message", "")} if cause else None)
+        elif "watchEntity" in step:
+            we = step["watchEntity"]
+            targets, removed = we.get("targets") or [], we.get("removedTargets") or []
+            docs = we.get("docs") or ([we["doc"]] if we.get("doc") else [])
+            for d in docs:
+                name = self.names.name(d["key"])
+                if d.get("value") is not None:
+                    self.watch({"documentChange": {
+                        "document": {"name": name, "fields": to_fields(d["value"]),
+                                     "createTime": spec_time(d.get("createTime", 0)),
+                                     "updateTime": spec_time(d.get("version", 0))},
+                        "targetIds": targets, "removedTargetIds": removed}})
+                else:
+                    # The runner's encoder drops `targets` of a deleted document.
+                    self.watch({"documentDelete": {"document": name, "removedTargetIds": removed,
+                                                   "readTime": spec_time(d.get("version", 0))}})
+            if we.get("key"):
+                self.watch({"documentRemove": {"document": self.names.name(we["key"]), "removedTargetIds": removed}})
+        elif "watchFilter" in step:
+            wf = step["watchFilter"]
+            body = {"targetId": wf["targetIds"][0], "count": len(wf.get("keys") or [])}
+            if wf.get("bloomFilter") is not None:
+                body["unchangedNames"] = wf["bloomFilter"]
+            self.watch({"filter": body})
+        elif "watchSnapshot" in step:
+            ws = step["watchSnapshot"]
+            target_change("NO_CHANGE", ws.get("targetIds") or [], resumeToken=ws.get("resumeToken"),
+                          readTime=spec_time(ws.get("version", 0)))
+        elif "watchStreamClose" in step:
+            err = step["watchStreamClose"].get("error") or {}
+            # The runner's queue skips the backoff delay: the stream reopens at once.
+            self.watch({"streamClose": {"error": {"code": err.get("code", 14), "message": err.get("message", "")},
+                                        "reconnect": True}})
+        elif "writeAck" in step:
+            ack = step["writeAck"]
+            if self.spec_writes and not ack.get("keepInQueue"):
+                self.spec_writes.pop(0)
+            self.call("POST", f"{self.cbase}/gates:releaseWrite",
+                      json={"count": 1, "commitTime": spec_time(ack.get("version", 0))})
+        elif "drainQueue" in step:
+            pass
+        else:
+            return False
+        return True
+
+    def check_scripted_state(self, es: dict):
+        """The sticky watch expectations: active targets (id, resume token, purpose), active and
+        enqueued limbo documents, against the client's `watch` state."""
+        if "activeTargets" in es:
+            self.expected_targets = es["activeTargets"]
+        if "activeLimboDocs" in es:
+            self.expected_limbo = sorted(es["activeLimboDocs"])
+        if "enqueuedLimboDocs" in es:
+            self.expected_enqueued = sorted(es["enqueuedLimboDocs"])
+        if self.expected_targets is None and self.expected_limbo is None and self.expected_enqueued is None:
+            return
+        r = self.call("GET", self.cbase, expect=None)
+        if r.status_code != 200:
+            return
+        state = r.json()
+        if state.get("terminated"):
+            return
+        watch = state.get("watch") or {}
+        problems = []
+        if self.expected_limbo is not None:
+            got = sorted(self.names.key(n) for n in watch.get("limboDocuments") or [])
+            if got != self.expected_limbo:
+                problems.append(f"active limbo documents {got}, expected {self.expected_limbo}")
+        if self.expected_enqueued is not None:
+            got = sorted(self.names.key(n) for n in watch.get("enqueuedLimboDocuments") or [])
+            if got != self.expected_enqueued:
+                problems.append(f"enqueued limbo documents {got}, expected {self.expected_enqueued}")
+        if self.expected_targets is not None:
+            got = {str(t["targetId"]): t for t in watch.get("targets") or []}
+            want = self.expected_targets
+            if sorted(got) != sorted(want, key=str):
+                problems.append(f"active targets {sorted(got, key=int)}, expected {sorted(want, key=int)}")
+            else:
+                for tid, exp in want.items():
+                    t = got[str(tid)]
+                    if (exp.get("resumeToken") or "") != t.get("resumeToken", ""):
+                        problems.append(f"target {tid} listened with resume token {t.get('resumeToken')!r}, "
+                                        f"expected {exp.get('resumeToken') or ''!r}")
+                    purpose = exp.get("targetPurpose") or "TargetPurposeListen"
+                    if purpose != t.get("purpose"):
+                        problems.append(f"target {tid} listened for {t.get('purpose')}, expected {purpose}")
+        if problems:
+            raise StepFailure("; ".join(problems))
 
     def forget_session(self):
         # The SDK instance is gone: its listeners end and the callbacks of its writes never fire
@@ -1222,6 +1375,8 @@ class SpecRun:
             raise StepFailure("\n      ".join(problems))
 
         es = step.get("expectedState") or {}
+        if self.scripted:
+            self.check_scripted_state(es)
         self.check_callbacks(es.get("userCallbacks"))
         if "numOutstandingWrites" in es or "isShutdown" in es:
             r = self.call("GET", self.cbase)
@@ -1299,8 +1454,10 @@ def _token(ev) -> Optional[str]:
 
 class Replay:
     def __init__(self, base_url: str, spec_dir: Optional[str] = None, verbose: int = 0,
-                 modes=MODES, out=None):
+                 modes=MODES, out=None, watch: str = "auto"):
         self.base_url = base_url.rstrip("/")
+        # auto: backend-driven watch where the steps map onto backend writes, else scripted.
+        self.watch = watch
         self.spec_dir = find_spec_dir(spec_dir)
         self.verbose = verbose
         self.modes = tuple(modes)
@@ -1334,11 +1491,14 @@ class Replay:
 
     def run_one(self, short: str, name: str, spec: dict, mode: str) -> Result:
         reasons = classify(spec, mode)
+        scripted = self.watch == "scripted" or (self.watch == "auto" and bool(reasons) and set(reasons) <= SCRIPTED_REASONS)
+        if scripted:
+            reasons = [r for r in reasons if r not in SCRIPTED_REASONS]
         if reasons:
             res = Result(short, name, mode, "SKIP", reason=reasons[0], detail="; ".join(reasons))
             self.print(f"  SKIP [{mode}] {short}: {name} ({'; '.join(reasons)})")
             return res
-        run = SpecRun(self, short, name, spec, mode)
+        run = SpecRun(self, short, name, spec, mode, scripted=scripted)
         t0 = time.monotonic()
         try:
             run.run()
@@ -1401,6 +1561,9 @@ def main(argv=None) -> int:
                          "default: " + ",".join(DEFAULT_FILES) + "; 'all' for every file")
     ap.add_argument("--test", default=None, help="test name (exact, else case-insensitive substring)")
     ap.add_argument("--mode", choices=("both",) + MODES, default="both")
+    ap.add_argument("--watch", choices=("auto", "scripted", "backend"), default="auto",
+                    help="how watch steps reach the client: a scripted watch, backend writes, or "
+                         "backend writes where they can stand in and a scripted watch elsewhere (auto)")
     ap.add_argument("-v", "--verbose", action="count", default=0,
                     help="-v: print the step log of failures; -vv: log every step live")
     args = ap.parse_args(argv)
@@ -1408,7 +1571,7 @@ def main(argv=None) -> int:
     files = [f for arg in args.file for f in arg.split(",") if f] or list(DEFAULT_FILES)
     try:
         replay = Replay(args.base_url, args.spec_dir, args.verbose,
-                        MODES if args.mode == "both" else (args.mode,))
+                        MODES if args.mode == "both" else (args.mode,), watch=args.watch)
     except FileNotFoundError as e:
         print(f"spec replay: {e}", file=sys.stderr)
         return 2

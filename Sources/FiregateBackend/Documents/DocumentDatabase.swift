@@ -395,9 +395,19 @@ public enum ListedDocument: Sendable {
 public struct WriteResult: Sendable, Equatable {
     public let updateTime: Timestamp?
     public let transformResults: [Value]?
+
+    public init(updateTime: Timestamp?, transformResults: [Value]?) {
+        self.updateTime = updateTime
+        self.transformResults = transformResults
+    }
 }
 
 public struct CommitResult: Sendable, Equatable {
     public let commitTime: Timestamp
     public let writeResults: [WriteResult]
+
+    public init(commitTime: Timestamp, writeResults: [WriteResult]) {
+        self.commitTime = commitTime
+        self.writeResults = writeResults
+    }
 }

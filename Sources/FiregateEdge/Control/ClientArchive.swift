@@ -6,7 +6,7 @@ import FiregateStore
 ///
 /// `{"id", "settings", "network", "documents": [{"path", "exists", "committed", "fields",
 /// "createTime", "updateTime", "sequenceNumber"}], "mutations": [{"id", "localWriteTime",
-/// "writes": [Write…], "uid"?}], "targets": [{"query", "sequenceNumber", "synced", "documents"}],
+/// "writes": [Write…], "uid"?}], "targets": [{"query", "sequenceNumber", "synced", "documents", "targetId", "resumeToken", "snapshotVersion"}],
 /// "indexes": [index definition…], "tree": {"cache": <tree, export form>, "queries": [{"path",
 /// "parameters", "lastUse", "complete", "active", "keys"}], "writes": [{"id","path","set"|"merge"}]},
 /// "auth": {"uid","token","expiresAt"}}` — the same content a persistent client keeps in SQLite.
@@ -46,7 +46,9 @@ public struct ClientArchive: Sendable {
             "documents": .array(documents), "mutations": .array(mutations),
             "targets": .array(targets.targets.sorted { $0.key < $1.key }.map { query, target in
                 ["query": .string(query), "sequenceNumber": .int(target.sequenceNumber), "synced": .bool(target.synced),
-                 "documents": .array(target.documents.sorted { ResourcePath.compare($0, $1) < 0 }.map { .string($0.canonical) })]
+                 "documents": .array(target.documents.sorted { ResourcePath.compare($0, $1) < 0 }.map { .string($0.canonical) }),
+                 "targetId": .int(Int64(target.targetID)), "resumeToken": .string(target.resumeToken),
+                 "snapshotVersion": .string(target.snapshotVersion.rfc3339)]
             }),
         ]
         if let tree { archive = archive.withMember("tree", tree) }
@@ -96,7 +98,9 @@ public struct ClientArchive: Sendable {
             }
             snapshot.targets.append(EdgeCacheStorage.StoredTarget(
                 query: query, sequenceNumber: item["sequenceNumber"]?.integerLike ?? 0, synced: item["synced"]?.boolValue ?? true,
-                documents: documents.compactMap(\.stringValue).map { ResourcePath($0.split(separator: "/").map(String.init)) }))
+                documents: documents.compactMap(\.stringValue).map { ResourcePath($0.split(separator: "/").map(String.init)) },
+                targetID: Int(item["targetId"]?.integerLike ?? 0), resumeToken: item["resumeToken"]?.stringValue ?? "",
+                snapshotVersion: item["snapshotVersion"]?.stringValue.flatMap { Timestamp(rfc3339: $0) } ?? Timestamp(microseconds: 0)))
         }
         if let indexes = json["indexes"], indexes != .null {
             guard let items = indexes.arrayValue else { throw .invalidArgument("\(field).indexes must be an array.") }

@@ -13,6 +13,9 @@ public struct QueryView: Sendable {
     /// Whether the view was last synced with its target; nil before the first update, so the
     /// first update always yields a snapshot (as the SDK's view starts with no sync state).
     public private(set) var current: Bool?
+    /// Documents shown that the target's server result does not hold (limbo), as of the last
+    /// update that knew the target's keys while current.
+    public private(set) var limboDocuments: Set<ResourcePath> = []
 
     public init(query: Query, database: DatabaseID) {
         self.query = query
@@ -20,7 +23,11 @@ public struct QueryView: Sendable {
     }
 
     /// Applies a new local query result and the target's sync state; nil when nothing changed.
-    public mutating func update(result: [LocalDocument], current newCurrent: Bool, hasCachedResults: Bool) -> ViewSnapshot? {
+    /// With `syncedKeys` (the target's server result) a current view also finds its limbo
+    /// documents, and is synced only without them; `pendingReset` (the target is being listened
+    /// to again after an existence-filter mismatch) keeps it from cache (View.applyChanges).
+    public mutating func update(result: [LocalDocument], current targetCurrent: Bool, hasCachedResults: Bool,
+                                syncedKeys: Set<ResourcePath>? = nil, pendingReset: Bool = false) -> ViewSnapshot? {
         var old: [ResourcePath: LocalDocument] = [:]
         for doc in documents { old[doc.path] = doc }
         var incoming: [ResourcePath: LocalDocument] = [:]
@@ -67,6 +74,10 @@ public struct QueryView: Sendable {
             changes.append((.removed, old[path]!, old[path]))
         }
 
+        if let syncedKeys, targetCurrent, !pendingReset {
+            limboDocuments = Set(nextDocuments.lazy.filter { !syncedKeys.contains($0.path) && !$0.hasLocalMutations }.map(\.path))
+        }
+        let newCurrent = targetCurrent && !pendingReset && (syncedKeys == nil || limboDocuments.isEmpty)
         let syncStateChanged = current != newCurrent
         guard !changes.isEmpty || syncStateChanged else {
             documents = nextDocuments

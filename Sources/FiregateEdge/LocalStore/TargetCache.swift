@@ -15,12 +15,21 @@ public struct TargetCache: Sendable {
         public var documents: Set<ResourcePath>
         /// Whether a server result was ever received (the SDK's hasCachedResults).
         public var synced: Bool
+        /// The SDK's target id: even, from 2, never reused while the target is kept.
+        public var targetID: Int = 0
+        /// The resume token and version of the last snapshot that included the target.
+        public var resumeToken = ""
+        public var snapshotVersion = Timestamp.zero
     }
 
     public private(set) var targets: [String: Target] = [:]
     public private(set) var documentSequence: [ResourcePath: Int64] = [:]
     /// How many targets hold each document, so "is it in any target" is O(1).
     private var holders: [ResourcePath: Int] = [:]
+    /// Query ids by target id.
+    public private(set) var queryIDs: [Int: String] = [:]
+    /// The largest target id given out (TargetIdGenerator: the next is 2 more).
+    public private(set) var highestTargetID = 0
     /// The sequence number of the current operation.
     public private(set) var current: Int64 = 0
     /// Approximate bytes of the target cache (each target's query id, overhead and keys),
@@ -41,8 +50,19 @@ public struct TargetCache: Sendable {
     /// A listen allocates the target; an existing one keeps its number (allocateTarget).
     public mutating func allocate(_ queryID: String) {
         guard targets[queryID] == nil else { return }
-        targets[queryID] = Target(sequenceNumber: current, documents: [], synced: false)
+        highestTargetID += 2
+        targets[queryID] = Target(sequenceNumber: current, documents: [], synced: false, targetID: highestTargetID)
+        queryIDs[highestTargetID] = queryID
         byteSize += TargetCache.size(of: queryID)
+    }
+
+    public func target(id targetID: Int) -> Target? { queryIDs[targetID].flatMap { targets[$0] } }
+
+    /// A snapshot's resume token for the target (kept only when watch sent one), or a reset
+    /// after an existence-filter mismatch (`token` "" clears it).
+    public mutating func setResumeToken(_ queryID: String, _ token: String, version: Timestamp) {
+        targets[queryID]?.resumeToken = token
+        targets[queryID]?.snapshotVersion = version
     }
 
     /// The last listener of a query went away (releaseTarget → removeTarget).
@@ -86,6 +106,7 @@ public struct TargetCache: Sendable {
     /// Removes a target; its documents are no longer held by it.
     public mutating func remove(_ queryID: String) {
         guard let target = targets.removeValue(forKey: queryID) else { return }
+        queryIDs[target.targetID] = nil
         byteSize -= TargetCache.size(of: queryID)
         for path in target.documents {
             release(holderOf: path)
@@ -102,6 +123,8 @@ public struct TargetCache: Sendable {
         targets.removeAll()
         documentSequence.removeAll()
         holders.removeAll()
+        queryIDs.removeAll()
+        highestTargetID = 0
         byteSize = 0
     }
 
@@ -114,6 +137,13 @@ public struct TargetCache: Sendable {
         removeAll()
         targets = restored
         documentSequence = restoredDocs
+        highestTargetID = restored.values.map(\.targetID).max() ?? 0
+        // Targets saved before target ids were kept get new ones.
+        for (queryID, target) in restored.sorted(by: { $0.key < $1.key }) where target.targetID == 0 {
+            highestTargetID += 2
+            targets[queryID]?.targetID = highestTargetID
+        }
+        for (queryID, target) in targets { queryIDs[target.targetID] = queryID }
         for (queryID, target) in restored {
             byteSize += TargetCache.size(of: queryID)
             for path in target.documents {

@@ -35,8 +35,7 @@ struct ClientListenRoute {
                 throw .invalidArgument("listen needs a document path, or a query (?query=<structuredQuery JSON> or a body).")
             }
             options.document = target.path
-            query = Query(parent: target.path.parent.parent, collectionID: target.path.parent.lastSegment,
-                          filter: .field(.documentID, .equal, .reference(target.database.resourceName(target.path))))
+            query = Query.lookup(target.path, database: target.database)
         }
         let (events, continuation) = try await client.listen(query, options: options)
         return ClientListenRoute.eventStream(events, continuation, request, keepAliveSeconds: keepAliveSeconds)

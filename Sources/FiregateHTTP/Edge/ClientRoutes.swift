@@ -142,6 +142,8 @@ struct ClientRoutes: Sendable {
             return JSONResponse.make(await client.gatesJSON())
         case (.post, "/gates:releaseWrite"):
             return try await releaseWrite(client, request)
+        case (.post, "/watch"):
+            return JSONResponse.make(try await client.deliverWatch(try await request.jsonObjectBody()))
         case (.post, "/gates:sync"):
             let body = try await request.jsonObjectBody()
             let token = body["token"]?.stringValue ?? ""
@@ -202,6 +204,17 @@ struct ClientRoutes: Sendable {
         }
         let count = body["count"]?.integerLike ?? 1
         guard count >= 0 else { throw .invalidArgument("count must not be negative.") }
+        if let time = body["commitTime"], time != .null {
+            // Acknowledged by the script at that time, without reaching the backend.
+            guard let commitTime = time.stringValue.flatMap({ Timestamp(rfc3339: $0) }) else {
+                throw .invalidArgument("commitTime must be an RFC 3339 timestamp.")
+            }
+            guard await client.gatesJSON()["scriptedWatch"]?.boolValue == true else {
+                throw .clientState("Only a client with a scripted watch has writes acknowledged by the script (commitTime).")
+            }
+            let released = try await client.acknowledgeWrites(count: Int(count), commitTime: commitTime)
+            return JSONResponse.make(["released": .array(released.map { EdgeClient.render($0.0, $0.1) })])
+        }
         return JSONResponse.make(["released": .array(try await client.releaseAnyWrites(count: Int(count)))])
     }
 }

@@ -77,7 +77,7 @@ enum EmulatorArchive {
             var documents: [Document] = []
             var seenPaths = Set<ResourcePath>()
             for (j, doc) in try array(item, "documents", at: at).enumerated() {
-                let document = try parseDocument(doc, database: id, at: "\(at).documents[\(j)]")
+                let document = try Document(json: doc, database: id, at: "\(at).documents[\(j)]")
                 guard seenPaths.insert(document.path).inserted else {
                     throw .invalidArgument("\(at).documents[\(j)] repeats \(id.resourceName(document.path)).")
                 }
@@ -108,23 +108,6 @@ enum EmulatorArchive {
         guard let value = json[member], value != .null else { return [] }
         guard let items = value.arrayValue else { throw .invalidArgument("\(at.map { $0 + "." } ?? "")\(member) must be an array.") }
         return items
-    }
-
-    private static func parseDocument(_ json: JSON, database: DatabaseID, at: String) throws(FiregateError) -> Document {
-        guard let name = json["name"]?.stringValue, let path = try? database.path(fromName: name), path.isDocument else {
-            throw .invalidArgument("\(at) needs a name: a document of \(database.documentsRoot).")
-        }
-        guard let created = json["createTime"]?.stringValue.flatMap({ Timestamp(rfc3339: $0) }),
-              let updated = json["updateTime"]?.stringValue.flatMap({ Timestamp(rfc3339: $0) }) else {
-            throw .invalidArgument("\(at) needs createTime and updateTime (RFC 3339).")
-        }
-        do {
-            let fields = try Value.parseFields(json["fields"] ?? [:])
-            try DocumentLimits.validate(path: path, fields: fields, database: database)
-            return Document(path: path, fields: fields, createTime: created, updateTime: updated)
-        } catch {
-            throw .invalidArgument("\(at): \(error.message)")
-        }
     }
 
     /// Restores parsed contents: documents, tree, and clients when the archive has them.

@@ -46,6 +46,14 @@ public struct EdgeCacheStorage: Sendable {
         StoreMigration("edge-v5-users") { db in
             try db.execute(sql: "ALTER TABLE edge_mutations ADD COLUMN uid TEXT NOT NULL DEFAULT ''")
         },
+        // Watch targets: the SDK's target id, resume token and snapshot version of each target.
+        StoreMigration("edge-v6-target-ids") { db in
+            try db.execute(sql: """
+                ALTER TABLE edge_targets ADD COLUMN target_id INTEGER NOT NULL DEFAULT 0;
+                ALTER TABLE edge_targets ADD COLUMN resume_token TEXT NOT NULL DEFAULT '';
+                ALTER TABLE edge_targets ADD COLUMN snapshot_us INTEGER NOT NULL DEFAULT 0;
+                """)
+        },
     ]
 
     /// A cached remote document: found (with fields) or known missing (at `updateTime`), and
@@ -72,19 +80,26 @@ public struct EdgeCacheStorage: Sendable {
         }
     }
 
-    /// A query's target: its LRU sequence number, whether it has a server result, and the
-    /// documents of that result.
+    /// A query's target: its LRU sequence number, whether it has a server result, the
+    /// documents of that result, its target id and the resume token of its last snapshot.
     public struct StoredTarget: Sendable, Equatable {
         public var query: String
         public var sequenceNumber: Int64
         public var synced: Bool
         public var documents: [ResourcePath]
+        public var targetID: Int
+        public var resumeToken: String
+        public var snapshotVersion: Timestamp
 
-        public init(query: String, sequenceNumber: Int64, synced: Bool, documents: [ResourcePath]) {
+        public init(query: String, sequenceNumber: Int64, synced: Bool, documents: [ResourcePath], targetID: Int = 0, resumeToken: String = "",
+                    snapshotVersion: Timestamp = Timestamp(microseconds: 0)) {
             self.query = query
             self.sequenceNumber = sequenceNumber
             self.synced = synced
             self.documents = documents
+            self.targetID = targetID
+            self.resumeToken = resumeToken
+            self.snapshotVersion = snapshotVersion
         }
     }
 
@@ -136,11 +151,12 @@ public struct EdgeCacheStorage: Sendable {
                 let uid: String = row[3]
                 if !uid.isEmpty { snapshot.mutationUsers[row[0]] = uid }
             }
-            let targets = try Row.fetchCursor(db, sql: "SELECT query, sequence, synced, documents FROM edge_targets WHERE client_id = ?", arguments: [clientID])
+            let targets = try Row.fetchCursor(db, sql: "SELECT query, sequence, synced, documents, target_id, resume_token, snapshot_us FROM edge_targets WHERE client_id = ?", arguments: [clientID])
             while let row = try targets.next() {
                 let data: Data = row[3]
                 let keys = try JSONParser.parse(data).arrayValue?.compactMap(\.stringValue).map(EdgeCacheStorage.path) ?? []
-                snapshot.targets.append(StoredTarget(query: row[0], sequenceNumber: row[1], synced: row[2], documents: keys))
+                snapshot.targets.append(StoredTarget(query: row[0], sequenceNumber: row[1], synced: row[2], documents: keys, targetID: row[4],
+                                                     resumeToken: row[5], snapshotVersion: Timestamp(microseconds: row[6])))
             }
             if let data = try Data.fetchOne(db, sql: "SELECT definitions FROM edge_indexes WHERE client_id = ?", arguments: [clientID]) {
                 snapshot.indexes = try? JSONParser.parse(data)
@@ -219,7 +235,8 @@ public struct EdgeCacheStorage: Sendable {
         let id = clientID
         let keys = Data(JSONWriter.bytes(.array(target.documents.map { .string($0.canonical) })))
         enqueue { db in
-            try db.cachedStatement(sql: "INSERT OR REPLACE INTO edge_targets (client_id, query, sequence, synced, documents) VALUES (?, ?, ?, ?, ?)").execute(arguments: [id, target.query, target.sequenceNumber, target.synced, keys])
+            try db.cachedStatement(sql: "INSERT OR REPLACE INTO edge_targets (client_id, query, sequence, synced, documents, target_id, resume_token, snapshot_us) VALUES (?, ?, ?, ?, ?, ?, ?, ?)")
+                .execute(arguments: [id, target.query, target.sequenceNumber, target.synced, keys, target.targetID, target.resumeToken, target.snapshotVersion.microseconds])
         }
     }
 
@@ -274,8 +291,9 @@ public struct EdgeCacheStorage: Sendable {
                 try db.cachedStatement(sql: "INSERT INTO edge_indexes (client_id, definitions) VALUES (?, ?)").execute(arguments: [id, Data(JSONWriter.bytes(indexes))])
             }
             for target in snapshot.targets {
-                try db.cachedStatement(sql: "INSERT INTO edge_targets (client_id, query, sequence, synced, documents) VALUES (?, ?, ?, ?, ?)").execute(arguments: [id, target.query, target.sequenceNumber, target.synced,
-                                           Data(JSONWriter.bytes(.array(target.documents.map { .string($0.canonical) })))])
+                try db.cachedStatement(sql: "INSERT INTO edge_targets (client_id, query, sequence, synced, documents, target_id, resume_token, snapshot_us) VALUES (?, ?, ?, ?, ?, ?, ?, ?)")
+                    .execute(arguments: [id, target.query, target.sequenceNumber, target.synced, Data(JSONWriter.bytes(.array(target.documents.map { .string($0.canonical) }))),
+                                         target.targetID, target.resumeToken, target.snapshotVersion.microseconds])
             }
         }
     }

@@ -1,0 +1,219 @@
+import FiregateBackend
+import FiregateModel
+
+/// Scripted watch (DESIGN §1.3): the test, not the backend, says what watch tells this client.
+/// The remote side is `ScriptedWatch` (targets, stream, aggregator) and `LimboResolutions`;
+/// this is the client's part of the SDK's sync engine and local store for it — listens go to
+/// the script, snapshots enter the cache and the views, limbo documents get their lookups.
+extension EdgeClient {
+    /// `PUT gates {"scriptedWatch":bool}`: detaches the watch from the backend, or back.
+    func setScriptedWatch(_ on: Bool) {
+        guard on != gates.scriptedWatch else { return }
+        gates.scriptedWatch = on
+        stopWatch()
+        resetScriptedWatch()
+        if !on {
+            // Back to the backend: every target is fetched again.
+            ensureWatch()
+            releaseWatch()
+        }
+    }
+
+    /// A new SDK instance (or a new script): nothing is listened to on the remote side yet,
+    /// and limbo lookup ids start over.
+    func resetScriptedWatch() {
+        limbo = LimboResolutions(maxConcurrent: gates.maxConcurrentLimboResolutions)
+        guard gates.scriptedWatch else {
+            scripted = nil
+            return
+        }
+        scripted = ScriptedWatch()
+        if !network.online { scripted?.networkChanged(online: false) }
+        let queries = Set(listeners.values.filter { !$0.options.cacheOnly }.map(\.queryID))
+        for queryID in queries.sorted(by: { (targetCache.targets[$0]?.targetID ?? 0) < (targetCache.targets[$1]?.targetID ?? 0) }) {
+            scriptedListen(queryID)
+        }
+    }
+
+    /// remoteStoreListen for a listened query's target.
+    func scriptedListen(_ queryID: String) {
+        guard let target = targetCache.targets[queryID], let entry = listeners.values.first(where: { $0.queryID == queryID }) else { return }
+        scripted?.listen(WatchTarget(id: target.targetID, query: entry.query, purpose: .listen, resumeToken: target.resumeToken,
+                                     snapshotVersion: target.snapshotVersion, lookupPath: entry.query.lookedUpPath(database: settings.databaseID)),
+                         networkOn: network.online)
+    }
+
+    /// The last listener of a query left: its target is unlistened, its limbo documents released.
+    func scriptedUnlisten(_ queryID: String) {
+        guard scripted != nil, let targetID = targetCache.targets[queryID]?.targetID else { return }
+        scripted?.unlisten(targetID)
+        applyLimboActions(limbo.removeTarget(targetID))
+    }
+
+    /// What the client holds for a target: a lookup's document once received, else the
+    /// query target's server result.
+    private var scriptedRemoteKeys: (Int) -> Set<ResourcePath> {
+        let targets = targetCache, lookups = limbo
+        return { id in lookups.remoteKeys(id) ?? targets.target(id: id)?.documents ?? [] }
+    }
+
+    /// `POST /clients/{id}/watch`: one message from "the server".
+    public func deliverWatch(_ json: JSON) throws(FiregateError) -> JSON {
+        try beginDataCall()
+        guard var watch = scripted else {
+            throw .clientState("The client's watch is not scripted: PUT /clients/\(id)/gates {\"scriptedWatch\":true} first.")
+        }
+        let message = try WatchMessage(json: json, database: settings.databaseID)
+        let wasOffline = watch.offline
+        let outcome = try watch.receive(message, remoteKeys: scriptedRemoteKeys, database: settings.databaseID)
+        scripted = watch
+        switch outcome {
+        case .none:
+            break
+        case .remoteEvent(let event):
+            applyRemoteEvent(event)
+        case .rejected(let ids, let error):
+            rejectListens(ids, error)
+        case .streamFailed(let offline):
+            if offline {
+                // OnlineState.Offline: every view stops being current.
+                for listenerID in listeners.keys { listeners[listenerID]?.current = false }
+                updateViews()
+            }
+        }
+        if wasOffline != (scripted?.offline ?? false) { raiseOnlineState() }
+        return scriptedWatchJSON
+    }
+
+    /// A consistent snapshot: the targets' keys and resume tokens, the documents, then every
+    /// view (localStoreApplyRemoteEvent, then the sync engine's view pass).
+    func applyRemoteEvent(_ event: RemoteEvent) {
+        for (targetID, change) in event.targetChanges { limbo.noteChange(targetID, change) }
+        targetCache.beginOperation()
+        for (targetID, change) in event.targetChanges.sorted(by: { $0.key < $1.key }) {
+            guard let queryID = targetCache.queryIDs[targetID], var keys = targetCache.targets[queryID]?.documents else { continue }
+            keys.subtract(change.removed)
+            keys.formUnion(change.added)
+            for path in targetCache.applyServerResult(queryID, documents: keys) where remote[path] != nil { persistSequence(path) }
+            if event.targetMismatches[targetID] != nil {
+                targetCache.setResumeToken(queryID, "", version: .zero)
+            } else if !change.resumeToken.isEmpty {
+                targetCache.setResumeToken(queryID, change.resumeToken, version: event.snapshotVersion)
+            }
+            persistTarget(queryID)
+        }
+        for (path, update) in event.documentUpdates.sorted(by: { $0.key < $1.key }) { acceptScripted(path, update) }
+        for (listenerID, entry) in listeners where !entry.options.cacheOnly {
+            if let targetID = targetCache.targets[entry.queryID]?.targetID, let change = event.targetChanges[targetID] {
+                listeners[listenerID]?.current = change.current
+            }
+        }
+        let resets = Set(event.targetMismatches.keys.compactMap { targetCache.queryIDs[$0] })
+        updateViews(pendingResets: resets)
+    }
+
+    /// Takes a watch document into the cache by the local store's rule: a newer version, or
+    /// the same version of one derived from an acknowledged write; a "missing at version 0"
+    /// (access lost) drops the document.
+    private func acceptScripted(_ path: ResourcePath, _ update: RemoteDocument) {
+        targetCache.touch(path)
+        if case .missing(let version) = update, version == .zero {
+            guard remote[path] != nil else { return }
+            remote.set(path, nil)
+            persistRemote(path)
+            return
+        }
+        if let existing = remote[path] {
+            let derivedFromWrite = if case .found(_, let committed) = existing { committed } else { false }
+            guard update.version > existing.version || (update.version == existing.version && derivedFromWrite) else { return }
+        }
+        remote.set(path, update)
+        persistRemote(path)
+    }
+
+    /// Watch refused these targets: a limbo lookup loses the document, a query's listeners get
+    /// the error and end (syncEngineRejectListen).
+    private func rejectListens(_ targetIDs: [Int], _ error: FiregateError) {
+        for targetID in targetIDs {
+            if let (path, actions) = limbo.rejected(targetID) {
+                targetCache.beginOperation()
+                acceptScripted(path, .missing(version: .zero))
+                applyLimboActions(actions)
+                updateViews()
+            } else if let queryID = targetCache.queryIDs[targetID] {
+                for (listenerID, entry) in listeners where entry.queryID == queryID {
+                    listeners[listenerID] = nil
+                    entry.output.yield(.error(FiregateError(error.status, error.message)))
+                    entry.output.finish()
+                }
+                targetCache.beginOperation()
+                targetCache.release(queryID)
+                persistTarget(queryID)
+                applyLimboActions(limbo.removeTarget(targetID))
+                collectEagerGarbage()
+            }
+        }
+    }
+
+    /// After a pass over the views: each current view's limbo documents are tracked, and
+    /// lookups start or stop.
+    func updateScriptedLimbo() {
+        guard scripted != nil else { return }
+        var byTarget: [Int: Set<ResourcePath>] = [:]
+        for entry in listeners.values where !entry.options.cacheOnly {
+            guard let targetID = targetCache.targets[entry.queryID]?.targetID else { continue }
+            byTarget[targetID, default: []].formUnion(entry.view.limboDocuments)
+        }
+        for (targetID, paths) in byTarget.sorted(by: { $0.key < $1.key }) { applyLimboActions(limbo.update(targetID: targetID, limbo: paths)) }
+    }
+
+    private func applyLimboActions(_ actions: LimboResolutions.Actions) {
+        for targetID in actions.unlisten { scripted?.unlisten(targetID) }
+        for (targetID, path) in actions.listen {
+            scripted?.listen(WatchTarget(id: targetID, query: .lookup(path, database: settings.databaseID), purpose: .limboResolution, lookupPath: path),
+                             networkOn: network.online)
+        }
+    }
+
+    /// `gates:releaseWrite {"count":n,"commitTime":t}` with a scripted watch: the oldest
+    /// batches are acknowledged by the script at `commitTime`, without reaching the backend
+    /// (the spec's writeAck at a version).
+    public func acknowledgeWrites(count: Int, commitTime: Timestamp) throws(FiregateError) -> [(Int64, WriteState)] {
+        guard network.online else {
+            throw .clientState("The client is offline: enable its network before releasing writes.")
+        }
+        var released: [(Int64, WriteState)] = []
+        for _ in 0..<max(count, 0) {
+            guard let batch = queue.first else { break }
+            storage?.deleteMutation(id: batch.id)
+            let results = batch.writes.map { _ in WriteResult(updateTime: commitTime, transformResults: nil) }
+            acknowledge(batch, CommitResult(commitTime: commitTime, writeResults: results))
+            released.append((batch.id, writeStates[batch.id] ?? .pending))
+        }
+        return released
+    }
+
+    /// The scripted watch as the client state shows it.
+    var scriptedWatchJSON: JSON {
+        guard let scripted else { return ["scripted": false] }
+        let stream = switch scripted.stream {
+        case .open: "open"
+        case .closed: "closed"
+        case .awaitingBackoff: "awaitingBackoff"
+        }
+        // The stream's listen requests, as watch would see them (the spec's activeTargets).
+        let targets: [JSON] = scripted.requests.keys.sorted().compactMap { targetID in
+            guard let target = scripted.targets[targetID], let request = scripted.requests[targetID] else { return nil }
+            var json: JSON = ["targetId": .int(Int64(targetID)), "purpose": .string(request.purpose.rawValue),
+                              "resumeToken": .string(request.resumeToken), "query": .string(target.query.canonicalID)]
+            if let path = target.lookupPath { json = json.withMember("document", .string(settings.databaseID.resourceName(path))) }
+            return json
+        }
+        return [
+            "scripted": true, "stream": .string(stream), "offline": .bool(scripted.offline), "requestCount": .int(Int64(scripted.requestCount)),
+            "targets": .array(targets),
+            "limboDocuments": .array(limbo.activeByPath.keys.sorted().map { .string(settings.databaseID.resourceName($0)) }),
+            "enqueuedLimboDocuments": .array(limbo.enqueued.map { .string(settings.databaseID.resourceName($0)) }),
+        ]
+    }
+}

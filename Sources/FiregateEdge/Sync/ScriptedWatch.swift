@@ -1,0 +1,157 @@
+import FiregateModel
+
+/// A watch stream driven by the test instead of the backend (DESIGN §1.3, scripted watch): the
+/// SDK's remote store for listens (remote/remote_store.ts). It keeps the listened targets, the
+/// stream's state and its aggregator, counts the requests each target awaits an answer to, and
+/// tracks the online state as the SDK's OnlineStateTracker does: a message makes it online, a
+/// failed stream makes it unknown (was online) or offline (was not).
+struct ScriptedWatch {
+    enum StreamState: Equatable {
+        /// No stream: offline, or nothing to listen to yet.
+        case closed
+        /// Failed; reopens when the backoff elapses (`reconnect`) or the network comes back.
+        case awaitingBackoff
+        case open
+    }
+
+    /// What a message asks the client to do.
+    enum Outcome {
+        case none
+        case remoteEvent(RemoteEvent)
+        /// Watch refused these targets (`REMOVE` with a cause): their listens fail.
+        case rejected([Int], FiregateError)
+        /// The stream failed; `offline`: the online state became offline.
+        case streamFailed(offline: Bool)
+    }
+
+    private(set) var targets: [Int: WatchTarget] = [:]
+    private(set) var stream = StreamState.closed
+    private var aggregator = WatchChangeAggregator()
+    /// Whether the last stream failure left the client offline (OnlineState.Offline).
+    private(set) var offline = false
+    private var wasOnline = false
+    private(set) var lastSnapshotVersion = Timestamp.zero
+    /// Listen and unlisten requests sent, for the state (the spec's watchStreamRequestCount).
+    private(set) var requestCount = 0
+    /// What the open stream has asked watch for: each target's last listen request, with the
+    /// resume token and purpose it carried (a re-listen after an existence-filter mismatch
+    /// says so; `targets` keeps the plain purpose for later reconnects).
+    private(set) var requests: [Int: (resumeToken: String, purpose: TargetPurpose)] = [:]
+
+    /// remoteStoreListen: the target is listened to from now on; an open stream asks for it.
+    mutating func listen(_ target: WatchTarget, networkOn: Bool) {
+        guard targets[target.id] == nil else { return }
+        targets[target.id] = target
+        if stream == .open {
+            sendWatchRequest(target.id)
+        } else if stream == .closed, networkOn {
+            openStream()
+        }
+    }
+
+    /// remoteStoreUnlisten: an open stream sends the unlisten; watch's REMOVE answers it.
+    mutating func unlisten(_ targetID: Int) {
+        guard targets.removeValue(forKey: targetID) != nil else { return }
+        if stream == .open { sendUnwatchRequest(targetID) }
+    }
+
+    /// The device's network switch: off closes the stream (offline), on opens it again.
+    mutating func networkChanged(online: Bool) {
+        if online {
+            offline = false
+            if stream != .open, !targets.isEmpty { openStream() }
+        } else {
+            stream = .closed
+            requests.removeAll()
+            offline = true
+            wasOnline = false
+        }
+    }
+
+    /// The backoff timer elapsed: a failed stream opens again.
+    mutating func reconnect(networkOn: Bool) {
+        guard stream == .awaitingBackoff, networkOn else { return }
+        openStream()
+    }
+
+    private mutating func openStream() {
+        stream = .open
+        aggregator = WatchChangeAggregator()
+        for id in targets.keys.sorted() { sendWatchRequest(id) }
+    }
+
+    private mutating func sendWatchRequest(_ targetID: Int, purpose: TargetPurpose? = nil) {
+        guard let target = targets[targetID] else { return }
+        aggregator.recordPendingRequest(targetID)
+        requestCount += 1
+        requests[targetID] = (purpose == nil ? target.resumeToken : "", purpose ?? target.purpose)
+    }
+
+    private mutating func sendUnwatchRequest(_ targetID: Int) {
+        aggregator.recordPendingRequest(targetID)
+        requestCount += 1
+        requests[targetID] = nil
+    }
+
+    /// One message from the script.
+    /// `remoteKeys`: what the client holds for a target (its views' synced documents).
+    mutating func receive(_ message: WatchMessage, remoteKeys: @escaping (Int) -> Set<ResourcePath>, database: DatabaseID) throws(FiregateError) -> Outcome {
+        guard stream == .open else {
+            throw .clientState("The client's watch stream is not open (it is offline, has no listen, or awaits its backoff): nothing can arrive on it.")
+        }
+        if let id = aggregator.unexpectedResponse(message) {
+            throw .clientState("Target \(id) has no listen or unlisten request awaiting an answer: watch cannot acknowledge it.")
+        }
+        let metadata = WatchTargetView(targets: targets, remoteKeys: remoteKeys, database: database)
+        if case .streamClose(let error, let reconnect) = message {
+            let wentOffline = fail()
+            if reconnect || error == nil { openStream() }
+            return .streamFailed(offline: wentOffline)
+        }
+        // Any message means the stream works.
+        offline = false
+        wasOnline = true
+        if case .targetChange(.remove, let ids, let cause?, _, _) = message {
+            // A target error is raised at once, not at the next snapshot.
+            let refused = ids.filter { targets[$0] != nil }
+            for id in refused {
+                targets[id] = nil
+                requests[id] = nil
+                aggregator.removeTarget(id)
+            }
+            return refused.isEmpty ? .none : .rejected(refused, cause)
+        }
+        aggregator.handle(message, metadata)
+        guard case .targetChange(_, let ids, _, _, let readTime?) = message, ids.isEmpty, readTime >= lastSnapshotVersion else { return .none }
+        return .remoteEvent(raiseSnapshot(at: readTime, metadata))
+    }
+
+    /// OnlineStateTracker.handleWatchStreamFailure; true when the client went offline.
+    private mutating func fail() -> Bool {
+        stream = .awaitingBackoff
+        requests.removeAll()
+        if wasOnline {
+            wasOnline = false
+            return false
+        }
+        let changed = !offline
+        offline = true
+        return changed
+    }
+
+    private mutating func raiseSnapshot(at version: Timestamp, _ metadata: WatchTargetView) -> RemoteEvent {
+        let event = aggregator.createRemoteEvent(at: version, metadata)
+        lastSnapshotVersion = version
+        for (id, change) in event.targetChanges where !change.resumeToken.isEmpty {
+            targets[id]?.resumeToken = change.resumeToken
+            targets[id]?.snapshotVersion = version
+        }
+        for (id, purpose) in event.targetMismatches.sorted(by: { $0.key < $1.key }) where targets[id] != nil {
+            // A hard reset: unlisten and listen again without a resume token, for a full result.
+            targets[id]?.resumeToken = ""
+            sendUnwatchRequest(id)
+            sendWatchRequest(id, purpose: purpose)
+        }
+        return event
+    }
+}
