@@ -12,16 +12,18 @@ extension EdgeClient {
         let (stream, output) = AsyncStream<EdgeEvent>.makeStream(bufferingPolicy: .bufferingOldest(EdgeClient.listenerBuffer))
         let listenerID = nextListenerID
         nextListenerID += 1
-        let queryID = query.canonicalID
+        let queryID = query.targetCanonicalID
         targetCache.beginOperation()
         if targetCache.targets[queryID] == nil {
             targetCache.allocate(queryID)
             persistTarget(queryID)
         }
+        // A target another listener already keeps current starts current (its query state).
+        let sharedTargetCurrent = !options.cacheOnly && listeners.values.contains { $0.queryID == queryID && !$0.options.cacheOnly && $0.current }
         listeners[listenerID] = ListenerEntry(
             query: query, queryID: queryID, options: options, view: QueryView(query: query, database: settings.databaseID),
             listener: QueryListener(includeMetadataChanges: options.includeMetadataChanges, cacheOnly: options.cacheOnly),
-            output: output)
+            current: sharedTargetCurrent, output: output)
         output.onTermination = { [weak self] _ in
             Task { await self?.removeListener(listenerID) }
         }

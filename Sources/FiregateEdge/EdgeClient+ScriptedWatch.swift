@@ -65,7 +65,8 @@ extension EdgeClient {
         }
         let message = try WatchMessage(json: json, database: settings.databaseID)
         let wasOffline = watch.offline
-        let outcome = try watch.receive(message, remoteKeys: scriptedRemoteKeys, database: settings.databaseID)
+        let outcome = try watch.receive(message, remoteKeys: scriptedRemoteKeys, database: settings.databaseID,
+                                        lastSnapshot: targetCache.lastRemoteSnapshotVersion)
         scripted = watch
         switch outcome {
         case .none:
@@ -90,6 +91,7 @@ extension EdgeClient {
     func applyRemoteEvent(_ event: RemoteEvent) {
         for (targetID, change) in event.targetChanges { limbo.noteChange(targetID, change) }
         targetCache.beginOperation()
+        targetCache.noteRemoteSnapshot(event.snapshotVersion)
         for (targetID, change) in event.targetChanges.sorted(by: { $0.key < $1.key }) {
             guard let queryID = targetCache.queryIDs[targetID], var keys = targetCache.targets[queryID]?.documents else { continue }
             keys.subtract(change.removed)
@@ -117,14 +119,16 @@ extension EdgeClient {
     /// (access lost) drops the document.
     private func acceptScripted(_ path: ResourcePath, _ update: RemoteDocument) {
         targetCache.touch(path)
-        if case .missing(let version) = update, version == .zero {
+        if case .missing(let version, _) = update, version == .zero {
             guard remote[path] != nil else { return }
             remote.set(path, nil)
             persistRemote(path)
             return
         }
         if let existing = remote[path] {
-            let derivedFromWrite = if case .found(_, let committed) = existing { committed } else { false }
+            let derivedFromWrite = switch existing {
+            case .found(_, let committed), .missing(_, let committed): committed
+            }
             guard update.version > existing.version || (update.version == existing.version && derivedFromWrite) else { return }
         }
         remote.set(path, update)

@@ -22,7 +22,10 @@ extension EdgeClient {
     public func setAuth(_ json: JSON) async throws(FiregateError) -> JSON {
         let previousUser = currentUser
         auth = try ClientAuth.parse(json)
-        if currentUser != previousUser { switchMutationQueue(from: previousUser) }
+        if currentUser != previousUser {
+            switchMutationQueue(from: previousUser)
+            scripted?.restartForCredentialChange(networkOn: network.online)
+        }
         if settings.persistence == .persistent { TreeCacheStorage(store: backend.store, clientID: id).saveAuth(auth?.json) }
         await updateTreeLink()
         pumpWrites()

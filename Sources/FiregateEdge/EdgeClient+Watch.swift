@@ -177,7 +177,7 @@ extension EdgeClient {
         let sequence = targetCache.documentSequence[path] ?? 0
         switch remote[path] {
         case .found(let doc, let committed)?: storage.saveDocument(path, found: doc, committed: committed, version: doc.updateTime, sequenceNumber: sequence)
-        case .missing(let version)?: storage.saveDocument(path, found: nil, committed: false, version: version, sequenceNumber: sequence)
+        case .missing(let version, let committed)?: storage.saveDocument(path, found: nil, committed: committed, version: version, sequenceNumber: sequence)
         case nil: storage.deleteDocuments([path])
         }
     }

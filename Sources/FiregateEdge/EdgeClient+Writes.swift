@@ -148,7 +148,7 @@ extension EdgeClient {
                     current = outcome.document
                 }
             }
-            remote.set(path, current.map { .found($0, committed: true) } ?? .missing(version: result.commitTime))
+            remote.set(path, current.map { .found($0, committed: true) } ?? .missing(version: result.commitTime, committed: true))
             persistRemote(path)
         }
         finish(batch.id, .acknowledged(result))

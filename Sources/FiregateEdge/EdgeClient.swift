@@ -154,7 +154,7 @@ public actor EdgeClient {
                 remote.set(doc.path, .found(Document(path: doc.path, fields: doc.fields, createTime: doc.createTime, updateTime: doc.updateTime),
                                             committed: doc.committed))
             } else {
-                remote.set(doc.path, .missing(version: doc.updateTime))
+                remote.set(doc.path, .missing(version: doc.updateTime, committed: doc.committed))
             }
             sequences[doc.path] = doc.sequenceNumber
         }

@@ -1000,9 +1000,10 @@ class SpecRun:
                           readTime=spec_time(ws.get("version", 0)))
         elif "watchStreamClose" in step:
             err = step["watchStreamClose"].get("error") or {}
-            # The runner's queue skips the backoff delay: the stream reopens at once.
+            # runBackoffTimer: the backoff elapses now and the stream reopens; else it stays
+            # closed until something reopens it (a listen, the network, a user change).
             self.watch({"streamClose": {"error": {"code": err.get("code", 14), "message": err.get("message", "")},
-                                        "reconnect": True}})
+                                        "reconnect": bool(step["watchStreamClose"].get("runBackoffTimer"))}})
         elif "writeAck" in step:
             ack = step["writeAck"]
             if self.spec_writes and not ack.get("keepInQueue"):

@@ -27,8 +27,8 @@ public struct ClientArchive: Sendable {
                         "fields": Value.fieldsJSON(document.fields),
                         "createTime": .string(document.createTime.rfc3339), "updateTime": .string(document.updateTime.rfc3339),
                         "sequenceNumber": .int(targets.documentSequence[path] ?? 0)]
-            case .missing(let version):
-                return ["path": .string(path.canonical), "exists": false, "updateTime": .string(version.rfc3339),
+            case .missing(let version, let committed):
+                return ["path": .string(path.canonical), "exists": false, "committed": .bool(committed), "updateTime": .string(version.rfc3339),
                         "sequenceNumber": .int(targets.documentSequence[path] ?? 0)]
             }
         }

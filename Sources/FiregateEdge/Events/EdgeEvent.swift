@@ -30,7 +30,7 @@ public struct ListenerOptions: Sendable {
 /// One open listener: its view, its raising rules and the stream it feeds.
 struct ListenerEntry {
     let query: Query
-    /// `query.canonicalID`, computed once: views are updated on every change.
+    /// `query.targetCanonicalID` (a query and its mirror share a target), computed once.
     let queryID: String
     let options: ListenerOptions
     var view: QueryView

@@ -5,8 +5,9 @@ public enum RemoteDocument: Sendable, Equatable {
     /// The document as the server has it. `committed` marks a version the client derived from
     /// its own acknowledged write that the watch has not confirmed yet (hasCommittedMutations).
     case found(Document, committed: Bool)
-    /// Known not to exist (at `version`).
-    case missing(version: Timestamp)
+    /// Known not to exist (at `version`); `committed`: as the client's own acknowledged write
+    /// left it (a delete, or a patch of a document it did not have), not confirmed by watch yet.
+    case missing(version: Timestamp, committed: Bool = false)
 
     public var document: Document? {
         if case .found(let doc, _) = self { return doc }
@@ -17,7 +18,7 @@ public enum RemoteDocument: Sendable, Equatable {
     public var version: Timestamp {
         switch self {
         case .found(let doc, _): doc.updateTime
-        case .missing(let version): version
+        case .missing(let version, _): version
         }
     }
 }

@@ -30,6 +30,8 @@ public struct TargetCache: Sendable {
     public private(set) var queryIDs: [Int: String] = [:]
     /// The largest target id given out (TargetIdGenerator: the next is 2 more).
     public private(set) var highestTargetID = 0
+    /// The version of the last consistent snapshot watch delivered: an older one is ignored.
+    public private(set) var lastRemoteSnapshotVersion = Timestamp.zero
     /// The sequence number of the current operation.
     public private(set) var current: Int64 = 0
     /// Approximate bytes of the target cache (each target's query id, overhead and keys),
@@ -54,6 +56,10 @@ public struct TargetCache: Sendable {
         targets[queryID] = Target(sequenceNumber: current, documents: [], synced: false, targetID: highestTargetID)
         queryIDs[highestTargetID] = queryID
         byteSize += TargetCache.size(of: queryID)
+    }
+
+    public mutating func noteRemoteSnapshot(_ version: Timestamp) {
+        if version > lastRemoteSnapshotVersion { lastRemoteSnapshotVersion = version }
     }
 
     public func target(id targetID: Int) -> Target? { queryIDs[targetID].flatMap { targets[$0] } }
@@ -125,6 +131,7 @@ public struct TargetCache: Sendable {
         holders.removeAll()
         queryIDs.removeAll()
         highestTargetID = 0
+        lastRemoteSnapshotVersion = .zero
         byteSize = 0
     }
 
@@ -138,6 +145,7 @@ public struct TargetCache: Sendable {
         targets = restored
         documentSequence = restoredDocs
         highestTargetID = restored.values.map(\.targetID).max() ?? 0
+        lastRemoteSnapshotVersion = restored.values.map(\.snapshotVersion).max() ?? .zero
         // Targets saved before target ids were kept get new ones.
         for (queryID, target) in restored.sorted(by: { $0.key < $1.key }) where target.targetID == 0 {
             highestTargetID += 2

@@ -30,7 +30,6 @@ struct ScriptedWatch {
     /// Whether the last stream failure left the client offline (OnlineState.Offline).
     private(set) var offline = false
     private var wasOnline = false
-    private(set) var lastSnapshotVersion = Timestamp.zero
     /// Listen and unlisten requests sent, for the state (the spec's watchStreamRequestCount).
     private(set) var requestCount = 0
     /// What the open stream has asked watch for: each target's last listen request, with the
@@ -44,7 +43,8 @@ struct ScriptedWatch {
         targets[target.id] = target
         if stream == .open {
             sendWatchRequest(target.id)
-        } else if stream == .closed, networkOn {
+        } else if networkOn {
+            // A stream awaiting its backoff opens now too: the listen would wait for it anyway.
             openStream()
         }
     }
@@ -52,7 +52,13 @@ struct ScriptedWatch {
     /// remoteStoreUnlisten: an open stream sends the unlisten; watch's REMOVE answers it.
     mutating func unlisten(_ targetID: Int) {
         guard targets.removeValue(forKey: targetID) != nil else { return }
-        if stream == .open { sendUnwatchRequest(targetID) }
+        if stream == .open {
+            sendUnwatchRequest(targetID)
+        } else if targets.isEmpty {
+            // No stream and nothing left to listen to: the online state is unknown again.
+            offline = false
+            wasOnline = false
+        }
     }
 
     /// The device's network switch: off closes the stream (offline), on opens it again.
@@ -66,6 +72,17 @@ struct ScriptedWatch {
             offline = true
             wasOnline = false
         }
+    }
+
+    /// A user change (or token refresh) restarts the stream: closed, state unknown, then
+    /// open again for every target (remoteStoreHandleCredentialChange).
+    mutating func restartForCredentialChange(networkOn: Bool) {
+        guard networkOn else { return }
+        stream = .closed
+        requests.removeAll()
+        offline = false
+        wasOnline = false
+        if !targets.isEmpty { openStream() }
     }
 
     /// The backoff timer elapsed: a failed stream opens again.
@@ -95,7 +112,9 @@ struct ScriptedWatch {
 
     /// One message from the script.
     /// `remoteKeys`: what the client holds for a target (its views' synced documents).
-    mutating func receive(_ message: WatchMessage, remoteKeys: @escaping (Int) -> Set<ResourcePath>, database: DatabaseID) throws(FiregateError) -> Outcome {
+    /// `lastSnapshot`: the local store's last remote snapshot version; older ones are ignored.
+    mutating func receive(_ message: WatchMessage, remoteKeys: @escaping (Int) -> Set<ResourcePath>, database: DatabaseID,
+                          lastSnapshot: Timestamp) throws(FiregateError) -> Outcome {
         guard stream == .open else {
             throw .clientState("The client's watch stream is not open (it is offline, has no listen, or awaits its backoff): nothing can arrive on it.")
         }
@@ -104,6 +123,14 @@ struct ScriptedWatch {
         }
         let metadata = WatchTargetView(targets: targets, remoteKeys: remoteKeys, database: database)
         if case .streamClose(let error, let reconnect) = message {
+            guard !targets.isEmpty else {
+                // Nothing to listen to: the stream stays closed, the state unknown.
+                stream = .closed
+                requests.removeAll()
+                offline = false
+                wasOnline = false
+                return .streamFailed(offline: false)
+            }
             let wentOffline = fail()
             if reconnect || error == nil { openStream() }
             return .streamFailed(offline: wentOffline)
@@ -122,7 +149,7 @@ struct ScriptedWatch {
             return refused.isEmpty ? .none : .rejected(refused, cause)
         }
         aggregator.handle(message, metadata)
-        guard case .targetChange(_, let ids, _, _, let readTime?) = message, ids.isEmpty, readTime >= lastSnapshotVersion else { return .none }
+        guard case .targetChange(_, let ids, _, _, let readTime?) = message, ids.isEmpty, readTime >= lastSnapshot else { return .none }
         return .remoteEvent(raiseSnapshot(at: readTime, metadata))
     }
 
@@ -141,7 +168,6 @@ struct ScriptedWatch {
 
     private mutating func raiseSnapshot(at version: Timestamp, _ metadata: WatchTargetView) -> RemoteEvent {
         let event = aggregator.createRemoteEvent(at: version, metadata)
-        lastSnapshotVersion = version
         for (id, change) in event.targetChanges where !change.resumeToken.isEmpty {
             targets[id]?.resumeToken = change.resumeToken
             targets[id]?.snapshotVersion = version
