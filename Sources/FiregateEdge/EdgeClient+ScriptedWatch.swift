@@ -93,7 +93,8 @@ extension EdgeClient {
         targetCache.beginOperation()
         targetCache.noteRemoteSnapshot(event.snapshotVersion)
         for (targetID, change) in event.targetChanges.sorted(by: { $0.key < $1.key }) {
-            guard let queryID = targetCache.queryIDs[targetID], var keys = targetCache.targets[queryID]?.documents else { continue }
+            guard let queryID = targetCache.queryIDs[targetID], let old = targetCache.targets[queryID] else { continue }
+            var keys = old.documents
             keys.subtract(change.removed)
             keys.formUnion(change.added)
             for path in targetCache.applyServerResult(queryID, documents: keys) where remote[path] != nil { persistSequence(path) }
@@ -102,7 +103,10 @@ extension EdgeClient {
             } else if !change.resumeToken.isEmpty {
                 targetCache.setResumeToken(queryID, change.resumeToken, version: event.snapshotVersion)
             }
-            persistTarget(queryID)
+            // As the SDK: a new token alone is written at most every 5 minutes (shouldPersistTargetData).
+            let changedDocuments = !change.added.isEmpty || !change.modified.isEmpty || !change.removed.isEmpty
+            let tokenAge = event.snapshotVersion.microseconds - old.snapshotVersion.microseconds
+            if old.resumeToken.isEmpty || changedDocuments || tokenAge >= 300_000_000 { persistTarget(queryID) }
         }
         for (path, update) in event.documentUpdates.sorted(by: { $0.key < $1.key }) { acceptScripted(path, update) }
         for (listenerID, entry) in listeners where !entry.options.cacheOnly {

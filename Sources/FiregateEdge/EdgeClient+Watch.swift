@@ -195,6 +195,7 @@ extension EdgeClient {
 
     func persistTarget(_ queryID: String) {
         guard settings.persistence == .persistent, let storage else { return }
+        targetCache.noteSaved(queryID)
         if let target = targetCache.targets[queryID] {
             storage.saveTarget(EdgeCacheStorage.StoredTarget(query: queryID, sequenceNumber: target.sequenceNumber, synced: target.synced,
                                                              documents: Array(target.documents), targetID: target.targetID,

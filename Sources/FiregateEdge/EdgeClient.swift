@@ -161,7 +161,8 @@ public actor EdgeClient {
         var targets: [String: TargetCache.Target] = [:]
         for target in snapshot.targets {
             targets[target.query] = TargetCache.Target(sequenceNumber: target.sequenceNumber, documents: Set(target.documents), synced: target.synced,
-                                                       targetID: target.targetID, resumeToken: target.resumeToken, snapshotVersion: target.snapshotVersion)
+                                                       targetID: target.targetID, resumeToken: target.resumeToken, snapshotVersion: target.snapshotVersion,
+                                                       savedResumeToken: target.resumeToken, savedSnapshotVersion: target.snapshotVersion)
         }
         var targetCache = TargetCache()
         targetCache.restore(targets: targets, documentSequence: sequences)
@@ -332,6 +333,8 @@ public actor EdgeClient {
             remote.removeAll()
             remote.indexes.removeAll()
             targetCache.removeAll()
+        } else {
+            targetCache.revertToSaved()
         }
         indexAutoCreation = false
         resetScriptedWatch()

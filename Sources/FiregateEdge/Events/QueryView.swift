@@ -49,7 +49,8 @@ public struct QueryView: Sendable {
                 } else if oldPending != newPending {
                     changes.append((.metadata, newDoc, oldDoc))
                 } else {
-                    next[path] = newDoc
+                    // Nothing to show: the view keeps its copy, pending flag included
+                    // (View.computeDocChanges applies no change).
                     continue
                 }
                 next[path] = newDoc

@@ -20,6 +20,10 @@ public struct TargetCache: Sendable {
         /// The resume token and version of the last snapshot that included the target.
         public var resumeToken = ""
         public var snapshotVersion = Timestamp.zero
+        /// The token and version last written to disk: a new token alone is written only now
+        /// and then, and an app restart resumes from what was written.
+        public var savedResumeToken = ""
+        public var savedSnapshotVersion = Timestamp.zero
     }
 
     public private(set) var targets: [String: Target] = [:]
@@ -60,6 +64,21 @@ public struct TargetCache: Sendable {
 
     public mutating func noteRemoteSnapshot(_ version: Timestamp) {
         if version > lastRemoteSnapshotVersion { lastRemoteSnapshotVersion = version }
+    }
+
+    /// The target as written to disk now.
+    public mutating func noteSaved(_ queryID: String) {
+        guard let target = targets[queryID] else { return }
+        targets[queryID]?.savedResumeToken = target.resumeToken
+        targets[queryID]?.savedSnapshotVersion = target.snapshotVersion
+    }
+
+    /// An app restart: every target resumes from the token on disk.
+    public mutating func revertToSaved() {
+        for (queryID, target) in targets {
+            targets[queryID]?.resumeToken = target.savedResumeToken
+            targets[queryID]?.snapshotVersion = target.savedSnapshotVersion
+        }
     }
 
     public func target(id targetID: Int) -> Target? { queryIDs[targetID].flatMap { targets[$0] } }
