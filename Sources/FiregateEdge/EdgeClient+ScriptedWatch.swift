@@ -213,8 +213,14 @@ extension EdgeClient {
         let targets: [JSON] = scripted.requests.keys.sorted().compactMap { targetID in
             guard let target = scripted.targets[targetID], let request = scripted.requests[targetID] else { return nil }
             var json: JSON = ["targetId": .int(Int64(targetID)), "purpose": .string(request.purpose.rawValue),
-                              "resumeToken": .string(request.resumeToken), "query": .string(target.query.canonicalID)]
-            if let path = target.lookupPath { json = json.withMember("document", .string(settings.databaseID.resourceName(path))) }
+                              "resumeToken": .string(request.resumeToken)]
+            if let path = target.lookupPath {
+                json = json.withMember("document", .string(settings.databaseID.resourceName(path)))
+            } else if target.query.allDescendants {
+                json = json.withMember("collectionGroup", .string(target.query.collectionID))
+            } else {
+                json = json.withMember("collection", .string(target.query.collectionPath.canonical))
+            }
             return json
         }
         return [
