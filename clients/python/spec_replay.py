@@ -22,7 +22,17 @@ in a fresh project:
   not compared. `expectedState` checks `userCallbacks`, `numOutstandingWrites`, `isShutdown`; the
   watch-protocol internals (active targets, limbo documents, request counts) are dropped.
 
-Two adaptations keep the backend consistent with what the spec's watch stream says:
+With a scripted watch (`--watch scripted`, and for the tests only it can map under the default
+`--watch auto`) nothing reaches the backend: the client gets `PUT gates {"scriptedWatch":true}`,
+every watch step becomes one `POST /clients/{id}/watch` message shaped as the runner's
+encodeWatchChange sends it (ack, entity changes, CURRENT, snapshot at a version, existence filter
+with its bloom filter, reset, removal with a cause, stream close), `writeAck` is
+`gates:releaseWrite {"count":1,"commitTime":<version>}`, spec versions are microseconds since the
+epoch, and the project is the spec's `test-project` (its bloom filters hash those names). The
+runner's sticky `activeTargets` (id, resume token, purpose), `activeLimboDocs` and
+`enqueuedLimboDocs` are then checked against the client state's `watch` after every step.
+
+Without it, two adaptations keep the backend consistent with what the spec's watch stream says:
 * when a target listened without a resume token turns CURRENT, documents of its query that watch did
   not send are gone on the server: they are deleted on the backend (the SDK synthesizes deletes);
 * a `writeAck` whose documents watch already delivered at the ack's version (watch ahead of the ack)
@@ -34,12 +44,12 @@ Two adaptations keep the backend consistent with what the spec's watch stream sa
 `expectedSnapshotsInSyncEvents`, none meaning 0, as the runner does) and
 `removeSnapshotsInSyncListener` closes the newest one.
 
-Tests that need what the HTTP API cannot express (existence filters, watch resets and stream errors,
-target removal with an error, limbo expectations, bundles, multi-tab, persistence
-fault injection, timers, snapshots not yet CURRENT while online, watch versions going backwards,
-write acks older than the watch's version, watch documents that do not match their target's query,
-messages for a re-listened target before the old removal is acknowledged) are reported as SKIP
-with the reason (`classify`). Each mapped test runs with persistence `persistent` (skipping
+Tests that need what the backend mapping cannot express (existence filters, watch resets and
+stream errors, target removal with an error, limbo expectations, snapshots not yet CURRENT while
+online, watch versions going backwards, write acks older than the watch's version, watch documents
+that do not match their target's query, messages for a re-listened target before the old removal
+is acknowledged) run with the scripted watch; what neither can express (bundles, multi-tab,
+persistence fault injection, SDK timers) is reported as SKIP with the reason (`classify`). Each mapped test runs with persistence `persistent` (skipping
 `eager-gc` tests) and `memory` (skipping `durable-persistence` tests).
 
 The spec JSON is read from --spec-dir, $FIREGATE_SPEC_DIR, <repo>/conformance/firestore-spec or

@@ -5,9 +5,11 @@ Narrow it:  FIREGATE_SPEC_FILES=write,listen pytest clients/python/test_spec_rep
 Skip it:    FIREGATE_SKIP_SPEC_REPLAY=1
 
 The spec JSON is looked up as spec_replay.find_spec_dir() does ($FIREGATE_SPEC_DIR first); the
-test is skipped when it is not found (and fails in CI). It replays every spec file and fails on
-any FAIL or ERROR; over the full set, at least SPEC_FLOOR (test x persistence mode) runs must pass
-so a mapping that silently turns into skips is caught. Raise the floor as the edge clients pass more.
+test is skipped when it is not found (and fails in CI). It replays every spec file twice — with
+watch steps as backend writes where they can stand in (scripted elsewhere), and with every watch
+step scripted — and fails on any FAIL or ERROR; over the full set, at least SPEC_FLOOR[watch]
+(test x persistence mode) runs must pass so a mapping that silently turns into skips is caught.
+Raise the floors as the edge clients pass more.
 """
 import io
 import os
@@ -16,15 +18,16 @@ import pytest
 
 import spec_replay
 
-# Runs (test x mode) that passed when this floor was last raised. Only ever raise it.
-SPEC_FLOOR = 180
+# Runs (test x mode) that passed when these floors were last raised. Only ever raise them.
+SPEC_FLOOR = {"auto": 336, "scripted": 336}
 
 SPEC_FILES = ["all"]
 
 
 @pytest.mark.skipif(os.environ.get("FIREGATE_SKIP_SPEC_REPLAY", "") not in ("", "0"),
                     reason="FIREGATE_SKIP_SPEC_REPLAY is set")
-def test_spec_replay(base_url, capsys):
+@pytest.mark.parametrize("watch", ["auto", "scripted"])
+def test_spec_replay(base_url, capsys, watch):
     try:
         spec_replay.find_spec_dir()
     except FileNotFoundError as e:
@@ -33,17 +36,18 @@ def test_spec_replay(base_url, capsys):
         pytest.skip(str(e))
     files = [f for f in os.environ.get("FIREGATE_SPEC_FILES", "").split(",") if f] or SPEC_FILES
     log = io.StringIO()
-    replay = spec_replay.Replay(base_url, out=log)
+    replay = spec_replay.Replay(base_url, out=log, watch=watch)
     replay.run_files(files)
     summary = replay.summary()
     total = summary["total"]
     with capsys.disabled():
-        print("\n" + replay.table() + "\n" + replay.final_line())
+        print(f"\nwatch: {watch}\n" + replay.table() + "\n" + replay.final_line())
     failures = [r for r in replay.results if r.status in ("FAIL", "ERROR")]
     detail = "\n".join(f"{r.status} [{r.mode}] {r.file}: {r.name}\n    {r.detail}" for r in failures)
     assert not failures, f"{replay.final_line()}\n{detail}"
     if files == SPEC_FILES:
-        assert total["PASS"] >= SPEC_FLOOR, f"{total['PASS']} spec runs passed, the floor is {SPEC_FLOOR}\n{replay.final_line()}"
+        floor = SPEC_FLOOR[watch]
+        assert total["PASS"] >= floor, f"{total['PASS']} spec runs passed, the floor is {floor}\n{replay.final_line()}"
 
 
 def test_spec_replay_mapping_helpers():
@@ -77,3 +81,10 @@ def test_spec_replay_mapping_helpers():
                                                                 "hasCommittedMutations": True}}],
         "metadata": [{"key": "c/b", "value": {"v": 1}, "options": {}}]})
     assert [(c.type, c.key, c.pending) for c in ev.changes] == [("added", "c/a", False), ("modified", "c/b", False)]
+
+
+def test_spec_times_are_microseconds():
+    """Spec versions are microseconds since the epoch (the runner's version())."""
+    assert spec_replay.spec_time(0) == "1970-01-01T00:00:00.000000Z"
+    assert spec_replay.spec_time(1000) == "1970-01-01T00:00:00.001000Z"
+    assert spec_replay.spec_time(2_500_000) == "1970-01-01T00:00:02.500000Z"

@@ -66,6 +66,8 @@ struct WatchChangeAggregator {
     /// fail an assertion): the id of the first such target.
     func unexpectedResponse(_ message: WatchMessage) -> Int? {
         guard case .targetChange(let kind, let ids, nil, _, _) = message, kind == .add || kind == .remove else { return nil }
+        // Without ids it answers every active target, none of which awaits an answer.
+        if ids.isEmpty, let active = targetStates.first(where: { !$0.value.isPending })?.key { return active }
         var remaining: [Int: Int] = [:]
         for id in ids {
             let left = remaining[id] ?? targetStates[id]?.pendingResponses ?? 0
