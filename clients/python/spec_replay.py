@@ -137,6 +137,7 @@ SCRIPTED_REASONS = {
     "watch messages for a re-listened target before its old removal is acknowledged",
     "watch sends a document that does not match its target's query",
     "limbo resolution expectations",
+    "runTimer (SDK timers)",
 }
 
 # The spec's database: its bloom filters hash these names.
@@ -1020,6 +1021,8 @@ class SpecRun:
                 self.spec_writes.pop(0)
             self.call("POST", f"{self.cbase}/gates:releaseWrite",
                       json={"count": 1, "commitTime": spec_time(ack.get("version", 0))})
+        elif "runTimer" in step:
+            self.call("POST", f"{self.cbase}:runTimer", json={"timer": step["runTimer"]})
         elif "drainQueue" in step:
             pass
         else:

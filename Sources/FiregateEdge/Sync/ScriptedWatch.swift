@@ -29,6 +29,8 @@ struct ScriptedWatch {
     private var aggregator = WatchChangeAggregator()
     /// Whether the last stream failure left the client offline (OnlineState.Offline).
     private(set) var offline = false
+    /// A stream opened with no failure since the last message: its online-state timer runs.
+    private(set) var onlineTimerPending = false
     private var wasOnline = false
     /// Listen and unlisten requests sent, for the state (the spec's watchStreamRequestCount).
     private(set) var requestCount = 0
@@ -71,6 +73,7 @@ struct ScriptedWatch {
             requests.removeAll()
             offline = true
             wasOnline = false
+            onlineTimerPending = false
         }
     }
 
@@ -85,14 +88,36 @@ struct ScriptedWatch {
         if !targets.isEmpty { openStream() }
     }
 
+    /// The online-state timer ran out before any message: the client is offline. True when
+    /// that changed the state.
+    mutating func onlineStateTimeout() -> Bool {
+        guard onlineTimerPending else { return false }
+        onlineTimerPending = false
+        offline = true
+        return true
+    }
+
+    /// The idle timer: an open stream with nothing to listen to closes (not a failure).
+    mutating func closeIfIdle() -> Bool {
+        guard stream == .open, targets.isEmpty else { return false }
+        stream = .closed
+        requests.removeAll()
+        onlineTimerPending = false
+        return true
+    }
+
     /// The backoff timer elapsed: a failed stream opens again.
-    mutating func reconnect(networkOn: Bool) {
-        guard stream == .awaitingBackoff, networkOn else { return }
+    mutating func reconnect(networkOn: Bool) -> Bool {
+        guard stream == .awaitingBackoff, networkOn else { return false }
         openStream()
+        return true
     }
 
     private mutating func openStream() {
         stream = .open
+        // OnlineStateTracker.handleWatchStreamStart: without a failure counted, the state is
+        // unknown until a message arrives or the timer runs out.
+        if !offline { onlineTimerPending = true }
         aggregator = WatchChangeAggregator()
         for id in targets.keys.sorted() { sendWatchRequest(id) }
     }
@@ -138,6 +163,7 @@ struct ScriptedWatch {
         // Any message means the stream works.
         offline = false
         wasOnline = true
+        onlineTimerPending = false
         if case .targetChange(.remove, let ids, let cause?, _, _) = message {
             // A target error is raised at once, not at the next snapshot.
             let refused = ids.filter { targets[$0] != nil }
@@ -157,6 +183,7 @@ struct ScriptedWatch {
     private mutating func fail() -> Bool {
         stream = .awaitingBackoff
         requests.removeAll()
+        onlineTimerPending = false
         if wasOnline {
             wasOnline = false
             return false

@@ -1,0 +1,38 @@
+import FiregateModel
+
+/// `POST /clients/{id}:runTimer`: the SDK's timers, fired now instead of after their delay.
+extension EdgeClient {
+    /// Runs each timer that is pending; returns the names of those that ran.
+    public func runTimers(_ timers: [SDKTimer]) throws(FiregateError) -> [String] {
+        try beginDataCall()
+        var ran: [String] = []
+        for timer in timers where runTimer(timer) { ran.append(timer.rawValue) }
+        return ran
+    }
+
+    private func runTimer(_ timer: SDKTimer) -> Bool {
+        switch timer {
+        case .listenStreamConnectionBackoff:
+            return scripted?.reconnect(networkOn: network.online) ?? false
+        case .listenStreamIdle:
+            return scripted?.closeIfIdle() ?? false
+        case .onlineStateTimeout:
+            guard scripted?.onlineStateTimeout() == true else { return false }
+            // OnlineState.Offline: current views go from cache, held first snapshots are raised.
+            for listenerID in listeners.keys { listeners[listenerID]?.current = false }
+            updateViews()
+            raiseOnlineState()
+            return true
+        case .writeStreamConnectionBackoff:
+            guard retryDelay > 0, !queue.isEmpty, network.online else { return false }
+            pumpWrites()
+            return true
+        case .lruGarbageCollection:
+            guard started, settings.garbageCollector == .lru else { return false }
+            _ = runScheduledGarbageCollection()
+            return true
+        case .writeStreamIdle, .clientMetadataRefresh, .healthCheckTimeout, .asyncQueueRetry:
+            return false
+        }
+    }
+}
