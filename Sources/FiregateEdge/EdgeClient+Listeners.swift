@@ -9,6 +9,8 @@ extension EdgeClient {
     /// stream's owner add keep-alives; finishing it ends the listener.
     public func listen(_ query: Query, options: ListenerOptions) throws(FiregateError) -> (AsyncStream<EdgeEvent>, AsyncStream<EdgeEvent>.Continuation) {
         try beginDataCall()
+        // The listen's target is allocated in the local store first; if that fails, so does it.
+        try checkStorage(.allocateTarget)
         let (stream, output) = AsyncStream<EdgeEvent>.makeStream(bufferingPolicy: .bufferingOldest(EdgeClient.listenerBuffer))
         let listenerID = nextListenerID
         nextListenerID += 1
@@ -32,8 +34,8 @@ extension EdgeClient {
         if !options.cacheOnly, scripted != nil {
             // The script answers; offline, the stream asks once the network is back.
             scriptedListen(queryID)
-            if !network.online { raiseOnlineState(for: [listenerID]) }
-        } else if !options.cacheOnly && network.online {
+            if onlineState == .offline { raiseOnlineState(for: [listenerID]) }
+        } else if !options.cacheOnly && canUseNetwork {
             ensureWatch()
             if gates.holdWatch {
                 heldTargets.insert(listenerID)
@@ -55,12 +57,22 @@ extension EdgeClient {
             // documents its view showed are no longer referenced by it.
             if !entry.options.cacheOnly { scriptedUnlisten(entry.queryID) }
             targetCache.beginOperation()
-            targetCache.release(entry.queryID)
-            persistTarget(entry.queryID)
+            releaseTarget(entry.queryID)
             for doc in entry.view.documents { touch(doc.document.path) }
         }
         if !listeners.values.contains(where: { !$0.options.cacheOnly }) { stopWatch() }
         collectEagerGarbage()
+    }
+
+    /// releaseTarget: the target stays cached with its last use; if storing that fails the SDK
+    /// goes on, and what was stored before (its older resume token) is what a re-listen finds.
+    func releaseTarget(_ queryID: String) {
+        targetCache.release(queryID)
+        if faults.fails(.releaseTarget) {
+            targetCache.revertToSaved(queryID)
+        } else {
+            persistTarget(queryID)
+        }
     }
 
     /// Recomputes the views of `ids` (all listeners when nil) and raises their snapshots.

@@ -28,7 +28,7 @@ extension EdgeClient {
             return
         }
         scripted = ScriptedWatch()
-        if !network.online { scripted?.networkChanged(online: false) }
+        if !canUseNetwork { scripted?.networkChanged(online: false) }
         let queries = Set(listeners.values.filter { !$0.options.cacheOnly }.map(\.queryID))
         for queryID in queries.sorted(by: { (targetCache.targets[$0]?.targetID ?? 0) < (targetCache.targets[$1]?.targetID ?? 0) }) {
             scriptedListen(queryID)
@@ -40,7 +40,7 @@ extension EdgeClient {
         guard let target = targetCache.targets[queryID], let entry = listeners.values.first(where: { $0.queryID == queryID }) else { return }
         scripted?.listen(WatchTarget(id: target.targetID, query: entry.query, purpose: .listen, resumeToken: target.resumeToken,
                                      snapshotVersion: target.snapshotVersion, lookupPath: entry.query.lookedUpPath(database: settings.databaseID)),
-                         networkOn: network.online)
+                         networkOn: canUseNetwork)
     }
 
     /// The last listener of a query left: its target is unlistened, its limbo documents released.
@@ -64,6 +64,12 @@ extension EdgeClient {
             throw .clientState("The client's watch is not scripted: PUT /clients/\(id)/gates {\"scriptedWatch\":true} first.")
         }
         let message = try WatchMessage(json: json, database: settings.databaseID)
+        if case .targetChange(_, let ids, nil, _, _?) = message, ids.isEmpty, faults.fails(.getLastRemoteSnapshotVersion) {
+            // The snapshot's check of the last remote version fails: the network goes down and
+            // what watch sent since the last snapshot is lost with the stream.
+            suspendNetwork(retrying: .probe)
+            return scriptedWatchJSON
+        }
         let wasOffline = watch.offline
         let outcome = try watch.receive(message, remoteKeys: scriptedRemoteKeys, database: settings.databaseID,
                                         lastSnapshot: targetCache.lastRemoteSnapshotVersion)
@@ -72,9 +78,13 @@ extension EdgeClient {
         case .none:
             break
         case .remoteEvent(let event):
-            applyRemoteEvent(event)
-        case .rejected(let ids, let error):
-            rejectListens(ids, error)
+            if faults.fails(.applyRemoteEvent) {
+                suspendNetwork(retrying: .probe)
+            } else {
+                applyRemoteEvent(event)
+            }
+        case .rejected(let targets, let error):
+            rejectListens(targets, error)
         case .streamFailed(let offline):
             if offline {
                 // OnlineState.Offline: every view stops being current.
@@ -141,9 +151,15 @@ extension EdgeClient {
 
     /// Watch refused these targets: a limbo lookup loses the document, a query's listeners get
     /// the error and end (syncEngineRejectListen).
-    private func rejectListens(_ targetIDs: [Int], _ error: FiregateError) {
-        for targetID in targetIDs {
-            if let (path, actions) = limbo.rejected(targetID) {
+    private func rejectListens(_ targets: [WatchTarget], _ error: FiregateError) {
+        for target in targets {
+            let targetID = target.id
+            if limbo.isLookup(targetID), faults.fails(.applyRemoteEvent) {
+                // Dropping the document fails: the lookup stays, and is asked for again when
+                // the network comes back.
+                scripted?.restore(target)
+                suspendNetwork(retrying: .probe)
+            } else if let (path, actions) = limbo.rejected(targetID) {
                 targetCache.beginOperation()
                 acceptScripted(path, .missing(version: .zero))
                 applyLimboActions(actions)
@@ -155,8 +171,7 @@ extension EdgeClient {
                     entry.output.finish()
                 }
                 targetCache.beginOperation()
-                targetCache.release(queryID)
-                persistTarget(queryID)
+                releaseTarget(queryID)
                 applyLimboActions(limbo.removeTarget(targetID))
                 collectEagerGarbage()
             }
@@ -179,7 +194,7 @@ extension EdgeClient {
         for targetID in actions.unlisten { scripted?.unlisten(targetID) }
         for (targetID, path) in actions.listen {
             scripted?.listen(WatchTarget(id: targetID, query: .lookup(path, database: settings.databaseID), purpose: .limboResolution, lookupPath: path),
-                             networkOn: network.online)
+                             networkOn: canUseNetwork)
         }
     }
 
@@ -187,15 +202,15 @@ extension EdgeClient {
     /// batches are acknowledged by the script at `commitTime`, without reaching the backend
     /// (the spec's writeAck at a version).
     public func acknowledgeWrites(count: Int, commitTime: Timestamp) throws(FiregateError) -> [(Int64, WriteState)] {
-        guard network.online else {
+        guard canUseNetwork else {
             throw .clientState("The client is offline: enable its network before releasing writes.")
         }
         var released: [(Int64, WriteState)] = []
         for _ in 0..<max(count, 0) {
-            guard let batch = queue.first else { break }
-            storage?.deleteMutation(id: batch.id)
+            guard canUseNetwork, let batch = queue.first else { break }
             let results = batch.writes.map { _ in WriteResult(updateTime: commitTime, transformResults: nil) }
-            acknowledge(batch, CommitResult(commitTime: commitTime, writeResults: results))
+            if !faults.fails(.acknowledgeBatch) { storage?.deleteMutation(id: batch.id) }
+            settle(batch, .acknowledge(batch, CommitResult(commitTime: commitTime, writeResults: results)))
             released.append((batch.id, writeStates[batch.id] ?? .pending))
         }
         return released

@@ -20,16 +20,26 @@ extension EdgeClient {
     /// PUT /clients/{id}/auth: a new user or token (writes paused by an expired token resume).
     /// Another uid switches the documents' mutation queue, as the SDK's user change does.
     public func setAuth(_ json: JSON) async throws(FiregateError) -> JSON {
-        let previousUser = currentUser
-        auth = try ClientAuth.parse(json)
-        if currentUser != previousUser {
-            switchMutationQueue(from: previousUser)
-            scripted?.restartForCredentialChange(networkOn: network.online)
+        let next = try ClientAuth.parse(json)
+        if recovery.hasUserChange || ((next?.uid ?? "") != currentUser && faults.fails(.handleUserChange)) {
+            // The user change cannot be stored (or waits behind one that could not): the
+            // network stays down until a retry applies it, in order.
+            suspendNetwork(retrying: .userChange(next))
+        } else {
+            applyUserChange(next)
+            scripted?.restartForCredentialChange(networkOn: canUseNetwork)
         }
-        if settings.persistence == .persistent { TreeCacheStorage(store: backend.store, clientID: id).saveAuth(auth?.json) }
         await updateTreeLink()
         pumpWrites()
         return authJSON
+    }
+
+    /// The user (or token) becomes `next`; another uid switches the mutation queue.
+    func applyUserChange(_ next: ClientAuth?) {
+        let previousUser = currentUser
+        auth = next
+        if currentUser != previousUser { switchMutationQueue(from: previousUser) }
+        if settings.persistence == .persistent { TreeCacheStorage(store: backend.store, clientID: id).saveAuth(auth?.json) }
     }
 
     /// The user changed: the old user's pending writes stop being visible and being sent; the
@@ -133,7 +143,7 @@ extension EdgeClient {
         }
         let remaining = count - released.count
         if remaining > 0 {
-            guard network.online else { throw .clientState("The client is offline: enable its network before releasing writes.") }
+            guard canUseNetwork else { throw .clientState("The client is offline: enable its network before releasing writes.") }
             for (writeID, state) in await treeSync?.releaseWrites(count: remaining) ?? [] { released.append(EdgeClient.render(treeWrite: writeID, state)) }
         }
         return released

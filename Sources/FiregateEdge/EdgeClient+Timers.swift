@@ -13,7 +13,7 @@ extension EdgeClient {
     private func runTimer(_ timer: SDKTimer) -> Bool {
         switch timer {
         case .listenStreamConnectionBackoff:
-            return scripted?.reconnect(networkOn: network.online) ?? false
+            return scripted?.reconnect(networkOn: canUseNetwork) ?? false
         case .listenStreamIdle:
             return scripted?.closeIfIdle() ?? false
         case .onlineStateTimeout:
@@ -24,14 +24,16 @@ extension EdgeClient {
             raiseOnlineState()
             return true
         case .writeStreamConnectionBackoff:
-            guard retryDelay > 0, !queue.isEmpty, network.online else { return false }
+            guard retryDelay > 0, !queue.isEmpty, canUseNetwork else { return false }
             pumpWrites()
             return true
         case .lruGarbageCollection:
             guard started, settings.garbageCollector == .lru else { return false }
             _ = runScheduledGarbageCollection()
             return true
-        case .writeStreamIdle, .clientMetadataRefresh, .healthCheckTimeout, .asyncQueueRetry:
+        case .asyncQueueRetry:
+            return retryRecovery()
+        case .writeStreamIdle, .clientMetadataRefresh, .healthCheckTimeout:
             return false
         }
     }

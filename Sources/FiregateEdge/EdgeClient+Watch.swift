@@ -7,7 +7,7 @@ import FiregateStore
 extension EdgeClient {
     func ensureWatch() {
         updateWatchInterest()
-        guard watch == nil, scripted == nil, network.online, !terminated, listeners.values.contains(where: { !$0.options.cacheOnly }) else { return }
+        guard watch == nil, scripted == nil, canUseNetwork, !terminated, listeners.values.contains(where: { !$0.options.cacheOnly }) else { return }
         watch = WatchConnection.open(on: database, for: self, interest: watchInterest)
     }
 
@@ -194,8 +194,9 @@ extension EdgeClient {
     }
 
     func persistTarget(_ queryID: String) {
-        guard settings.persistence == .persistent, let storage else { return }
+        // A memory cache is its own persistence: what it stored is what a re-listen finds.
         targetCache.noteSaved(queryID)
+        guard settings.persistence == .persistent, let storage else { return }
         if let target = targetCache.targets[queryID] {
             storage.saveTarget(EdgeCacheStorage.StoredTarget(query: queryID, sequenceNumber: target.sequenceNumber, synced: target.synced,
                                                              documents: Array(target.documents), targetID: target.targetID,
@@ -219,6 +220,14 @@ extension EdgeClient {
     /// enableNetwork: reconnect the watch, refetch every target (unless the gate holds them),
     /// and send the queued writes.
     func goOnline() {
+        reconnect()
+        backend.operations.record(.network(client: id, online: true))
+    }
+
+    /// The watch connects again (every target is fetched, or asked of the script) and queued
+    /// writes are sent — unless a failed operation still holds the network down.
+    func reconnect() {
+        guard canUseNetwork else { return }
         ensureWatch()
         scripted?.networkChanged(online: true)
         let ids = listeners.filter { !$0.value.options.cacheOnly }.map(\.key).sorted()
@@ -230,7 +239,6 @@ extension EdgeClient {
             refreshTargets(ids)
         }
         raiseOnlineState()
-        backend.operations.record(.network(client: id, online: true))
         pumpWrites()
     }
 }

@@ -13,6 +13,7 @@ extension EdgeClient {
         for write in writes where write.path.isEmpty || !write.path.isDocument {
             throw .invalidArgument("Invalid document path \"\(write.path)\".")
         }
+        try checkStorage(.locallyWriteMutations)
         let batch = queue.add(writes: writes, localWriteTime: now())
         writeStates[batch.id] = .pending
         if settings.persistence == .persistent, let storage {
@@ -64,7 +65,7 @@ extension EdgeClient {
 
     /// Starts the pipeline unless it runs already or may not send (offline, gate, terminated).
     func pumpWrites() {
-        guard !sendingWrites, network.online, !gates.holdWrites, !terminated, !writesPaused, !queue.isEmpty else { return }
+        guard !sendingWrites, canUseNetwork, !gates.holdWrites, !terminated, !writesPaused, !queue.isEmpty else { return }
         sendingWrites = true
         Task { await self.sendQueuedWrites() }
     }
@@ -72,7 +73,7 @@ extension EdgeClient {
     /// Sends batches oldest first, one at a time, while allowed.
     func sendQueuedWrites() async {
         defer { sendingWrites = false }
-        while network.online, !gates.holdWrites, !terminated, !writesPaused, let batch = queue.first {
+        while canUseNetwork, !gates.holdWrites, !terminated, !writesPaused, let batch = queue.first {
             let sent = await send(batch)
             if !sent {
                 scheduleRetry()
@@ -108,11 +109,11 @@ extension EdgeClient {
         }
         switch outcome {
         case .success(let result):
-            acknowledge(batch, result)
             retryDelay = 0
+            settle(batch, .acknowledge(batch, result))
             return true
         case .failure(let error) where error.status.isPermanentWriteError:
-            reject(batch, error)
+            settle(batch, .reject(batch, error))
             return true
         case .failure:
             return false
@@ -126,6 +127,20 @@ extension EdgeClient {
         Task {
             try? await Task.sleep(for: .milliseconds(Int64(delay * 1000)))
             await self.pumpWrites()
+        }
+    }
+
+    /// Applies the server's answer, or — when storing it fails — holds the network down until a
+    /// retry stores it (executeWithRecovery).
+    func settle(_ batch: MutationBatch, _ answer: RecoveryQueue.Operation) {
+        if faults.fails(answer.storageOperation) {
+            suspendNetwork(retrying: answer)
+            return
+        }
+        switch answer {
+        case .acknowledge(_, let result): acknowledge(batch, result)
+        case .reject(_, let error): reject(batch, error)
+        case .probe, .userChange: break
         }
     }
 
@@ -208,12 +223,12 @@ extension EdgeClient {
 
     /// `gates:releaseWrite {"count":n}`: commit and acknowledge the oldest `n` queued batches.
     public func releaseWrites(count: Int) async throws(FiregateError) -> [(Int64, WriteState)] {
-        guard network.online else {
+        guard canUseNetwork else {
             throw .clientState("The client is offline: enable its network before releasing writes.")
         }
         var released: [(Int64, WriteState)] = []
         for _ in 0..<max(count, 0) {
-            guard let batch = queue.first else { break }
+            guard canUseNetwork, let batch = queue.first else { break }
             await send(batch)
             released.append((batch.id, writeStates[batch.id] ?? .pending))
         }
@@ -225,7 +240,7 @@ extension EdgeClient {
     public func failWrite(_ status: Status) throws(FiregateError) -> (Int64, WriteState)? {
         guard let batch = queue.first else { return nil }
         if status.isPermanentWriteError {
-            reject(batch, FiregateError(status, "The write was rejected by the test harness (\(status.rawValue))."))
+            settle(batch, .reject(batch, FiregateError(status, "The write was rejected by the test harness (\(status.rawValue)).")))
         }
         return (batch.id, writeStates[batch.id] ?? .pending)
     }

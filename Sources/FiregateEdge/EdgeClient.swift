@@ -52,6 +52,11 @@ public actor EdgeClient {
     var scripted: ScriptedWatch?
     /// The limbo lookups of a scripted watch.
     var limbo = LimboResolutions(maxConcurrent: 100)
+    /// Injected persistence failures, what waits to be retried after one, and whether that
+    /// holds the network down.
+    var faults = StorageFaults()
+    var recovery = RecoveryQueue()
+    var networkSuspended = false
     /// The queries the watch connection asks the feed for: its listeners' (the feed indexes
     /// them by collection, so other collections' commits never reach this client).
     let watchInterest = FeedInterest()
@@ -106,7 +111,9 @@ public actor EdgeClient {
     var treeLink: TreeSync.Link {
         TreeSync.Link(online: network.online && !heartbeat.dropped, holdWatch: gates.holdWatch, holdWrites: gates.holdWrites, writesPaused: writesPaused)
     }
-    var onlineState: OnlineState { network.online && !(scripted?.offline ?? false) ? .online : .offline }
+    var onlineState: OnlineState {
+        network.online && !(scripted?.offline ?? false) && !recovery.holdsStorageFailure ? .online : .offline
+    }
 
     /// The client's clock: the server clock plus the configured offset.
     public func now() -> Timestamp {
@@ -227,6 +234,7 @@ public actor EdgeClient {
             ],
             "lastEventId": .int(eventCounter),
             "watch": scriptedWatchJSON,
+            "faults": faultsJSON,
         ]
     }
 
@@ -337,6 +345,10 @@ public actor EdgeClient {
             targetCache.revertToSaved()
         }
         indexAutoCreation = false
+        // The retries of the old instance are gone with it; the persistence opens anew.
+        recovery.removeAll()
+        faults = StorageFaults()
+        networkSuspended = false
         resetScriptedWatch()
         terminated = false
         started = false

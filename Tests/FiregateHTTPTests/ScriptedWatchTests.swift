@@ -154,4 +154,32 @@ final class ScriptedWatchTests: XCTestCase {
             stream.disconnect()
         }
     }
+
+    func testTimersFireOnDemand() async throws {
+        try await withServer(setup: .live) { client, _ in
+            let port = try XCTUnwrap(client.port)
+            _ = try await client.send(.put, "/clients/A/gates", #"{"scriptedWatch":true}"#)
+            let stream = try RawHTTPStream(port: port, path: "\(docs):listen?query=" + percentEncode(#"{"from":[{"collectionId":"c"}]}"#))
+            let registered = await stream.read { $0.head != nil }
+            XCTAssertTrue(registered)
+            var events = try await Self.snapshots(client, stream, marker: "t1")
+            XCTAssertEqual(events.count, 0, "an empty listen waits for watch while the state is unknown")
+            // Watch said nothing for the online-state timeout: offline, so the cache's answer is raised.
+            var reply = try await client.send(.post, "/clients/A:runTimer", #"{"timer":"online_state_timeout"}"#)
+            XCTAssertEqual(reply.json?["ran"]?.arrayValue?.compactMap(\.stringValue), ["online_state_timeout"], reply.text)
+            events = try await Self.snapshots(client, stream, marker: "t2")
+            XCTAssertEqual(events.map(\.fromCache), [true])
+            reply = try await client.send(.post, "/clients/A:runTimer", #"{"timer":"all"}"#)
+            XCTAssertEqual(reply.json?["ran"]?.arrayValue?.count, 0, "nothing else pending: \(reply.text)")
+            // A stream failure awaiting its backoff opens again when the backoff timer runs.
+            _ = try await Self.watch(client, #"{"streamClose":{"error":{"code":14,"message":"down"},"reconnect":false}}"#)
+            reply = try await client.send(.get, "/clients/A")
+            XCTAssertEqual(reply.json?["watch"]?["stream"]?.stringValue, "awaitingBackoff", reply.text)
+            reply = try await client.send(.post, "/clients/A:runTimer", #"{"timer":"listen_stream_connection_backoff"}"#)
+            XCTAssertEqual(reply.json?["ran"]?.arrayValue?.compactMap(\.stringValue), ["listen_stream_connection_backoff"], reply.text)
+            reply = try await client.send(.post, "/clients/A:runTimer", #"{"timer":"someday"}"#)
+            XCTAssertEqual(reply.status, 400, reply.text)
+            stream.disconnect()
+        }
+    }
 }

@@ -111,8 +111,9 @@ WFPW_TIMEOUT_MS = 60000
 WFPW_WAIT = 5.0  # seconds to wait for expected waitForPendingWrites completions
 WFPW_GRACE = 0.1  # seconds to watch for unexpected completions
 
-# Step actions that cannot be mapped onto the edge-client API, with the reason reported.
-UNMAPPABLE_STEPS = OrderedDict([
+# Steps the backend mapping cannot express, with the reason reported (those whose reason is in
+# SCRIPTED_REASONS run with a scripted watch; the rest are skipped).
+STEP_REASONS = OrderedDict([
     ("watchFilter", "watchFilter (existence/bloom filter)"),
     ("watchReset", "watchReset (target reset)"),
     ("watchStreamClose", "watchStreamClose (watch stream error injection)"),
@@ -138,6 +139,7 @@ SCRIPTED_REASONS = {
     "watch sends a document that does not match its target's query",
     "limbo resolution expectations",
     "runTimer (SDK timers)",
+    "failDatabase (persistence fault injection)",
 }
 
 # The spec's database: its bloom filters hash these names.
@@ -148,7 +150,7 @@ KNOWN_ACTIONS = {
     "watchCurrent", "watchSnapshot", "watchRemove", "writeAck", "failWrite", "enableNetwork",
     "restart", "shutdown", "clearPersistence", "waitForPendingWrites", "drainQueue", "triggerLruGC", "changeUser",
     "addSnapshotsInSyncListener", "removeSnapshotsInSyncListener",
-} | set(UNMAPPABLE_STEPS)
+} | set(STEP_REASONS)
 
 STEP_EXPECTATION_KEYS = {"clientIndex", "expectedSnapshotEvents", "expectedState",
                          "expectedSnapshotsInSyncEvents", "expectedWaitForPendingWritesEvents"}
@@ -585,7 +587,10 @@ def classify(spec: dict, mode: str) -> list[str]:
     reasons: list[str] = []
     tags = set(spec.get("tags") or [])
     if "multi-client" in tags or (spec.get("config") or {}).get("numClients", 1) > 1:
-        reasons.append("multi-client")
+        # The SDK's runner runs multi-tab tests with persistence only (describe_spec.ts).
+        reasons.append("multi-client (persistence only)" if mode == "memory" else "multi-client")
+    if "no-web" in tags:
+        reasons.append("no-web (the web SDK's runner skips it)")
     if "benchmark" in tags:
         reasons.append("benchmark")
     if mode == "persistent" and "eager-gc" in tags:
@@ -612,8 +617,8 @@ def classify(spec: dict, mode: str) -> list[str]:
             add("multi-client")
         actions = [k for k in step if k not in STEP_EXPECTATION_KEYS]
         for a in actions:
-            if a in UNMAPPABLE_STEPS:
-                add(UNMAPPABLE_STEPS[a])
+            if a in STEP_REASONS:
+                add(STEP_REASONS[a])
             elif a not in KNOWN_ACTIONS:
                 add(f"unknown step {a}")
         es = step.get("expectedState") or {}
@@ -1023,6 +1028,10 @@ class SpecRun:
                       json={"count": 1, "commitTime": spec_time(ack.get("version", 0))})
         elif "runTimer" in step:
             self.call("POST", f"{self.cbase}:runTimer", json={"timer": step["runTimer"]})
+        elif "failDatabase" in step:
+            # The named local-store operations fail until healed (false).
+            fd = step["failDatabase"]
+            self.call("PUT", f"{self.cbase}/faults", json={"storage": fd if fd else False})
         elif "drainQueue" in step:
             pass
         else:
@@ -1183,8 +1192,12 @@ class SpecRun:
         self.log("listener count did not drop after closing a stream")
 
     def do_write(self, writes: list, keys: list):
+        r = self.call("POST", f"{self.docs_prefix}:commit", expect=(200, 503), json={"writes": writes})
+        if r.status_code == 503:
+            # The local persistence refused it (failDatabase): rejected at once, never sent.
+            self.writes.append({"id": None, "keys": keys, "state": "pending", "initial": "rejected"})
+            return
         self.spec_writes.append(list(keys))
-        r = self.call("POST", f"{self.docs_prefix}:commit", json={"writes": writes})
         wid = r.headers.get("Firegate-Write-Id")
         state = (r.headers.get("Firegate-Write-State") or "pending").lower()
         if not wid:

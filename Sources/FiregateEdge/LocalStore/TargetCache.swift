@@ -73,11 +73,11 @@ public struct TargetCache: Sendable {
         targets[queryID]?.savedSnapshotVersion = target.snapshotVersion
     }
 
-    /// An app restart: every target resumes from the token on disk.
-    public mutating func revertToSaved() {
-        for (queryID, target) in targets {
-            targets[queryID]?.resumeToken = target.savedResumeToken
-            targets[queryID]?.snapshotVersion = target.savedSnapshotVersion
+    /// An app restart (or a failed write of one target): targets resume from the token on disk.
+    public mutating func revertToSaved(_ queryID: String? = nil) {
+        for (id, target) in targets where queryID == nil || id == queryID {
+            targets[id]?.resumeToken = target.savedResumeToken
+            targets[id]?.snapshotVersion = target.savedSnapshotVersion
         }
     }
 

@@ -19,7 +19,7 @@ struct ScriptedWatch {
         case none
         case remoteEvent(RemoteEvent)
         /// Watch refused these targets (`REMOVE` with a cause): their listens fail.
-        case rejected([Int], FiregateError)
+        case rejected([WatchTarget], FiregateError)
         /// The stream failed; `offline`: the online state became offline.
         case streamFailed(offline: Bool)
     }
@@ -75,6 +75,21 @@ struct ScriptedWatch {
             wasOnline = false
             onlineTimerPending = false
         }
+    }
+
+    /// A refused target is listened to again after all (its rejection could not be stored).
+    mutating func restore(_ target: WatchTarget) {
+        targets[target.id] = target
+    }
+
+    /// The network is held down by a failed storage operation (`offline`) or a user change
+    /// that could not be applied yet (the state is unknown then).
+    mutating func suspend(offline: Bool) {
+        stream = .closed
+        requests.removeAll()
+        onlineTimerPending = false
+        self.offline = offline
+        wasOnline = false
     }
 
     /// A user change (or token refresh) restarts the stream: closed, state unknown, then
@@ -166,11 +181,11 @@ struct ScriptedWatch {
         onlineTimerPending = false
         if case .targetChange(.remove, let ids, let cause?, _, _) = message {
             // A target error is raised at once, not at the next snapshot.
-            let refused = ids.filter { targets[$0] != nil }
-            for id in refused {
-                targets[id] = nil
-                requests[id] = nil
-                aggregator.removeTarget(id)
+            let refused = ids.compactMap { targets[$0] }
+            for target in refused {
+                targets[target.id] = nil
+                requests[target.id] = nil
+                aggregator.removeTarget(target.id)
             }
             return refused.isEmpty ? .none : .rejected(refused, cause)
         }

@@ -148,6 +148,10 @@ struct ClientRoutes: Sendable {
             return JSONResponse.make(await client.gatesJSON())
         case (.post, "/gates:releaseWrite"):
             return try await releaseWrite(client, request)
+        case (.put, "/faults"):
+            return JSONResponse.make(try await client.setFaults(try await request.jsonObjectBody()))
+        case (.get, "/faults"):
+            return JSONResponse.make(await client.faultsJSON)
         case (.post, "/watch"):
             return JSONResponse.make(try await client.deliverWatch(try await request.jsonObjectBody()))
         case (.post, "/gates:sync"):
