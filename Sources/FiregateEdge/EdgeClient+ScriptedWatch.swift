@@ -210,7 +210,7 @@ extension EdgeClient {
             guard canUseNetwork, let batch = queue.first else { break }
             let results = batch.writes.map { _ in WriteResult(updateTime: commitTime, transformResults: nil) }
             if !faults.fails(.acknowledgeBatch) { storage?.deleteMutation(id: batch.id) }
-            settle(batch, .acknowledge(batch, CommitResult(commitTime: commitTime, writeResults: results)))
+            settle(.acknowledge(batch, CommitResult(commitTime: commitTime, writeResults: results)))
             released.append((batch.id, writeStates[batch.id] ?? .pending))
         }
         return released

@@ -48,11 +48,10 @@ extension EdgeClient {
             holdNetwork(offline: recovery.holdsStorageFailure)
             return true
         }
-        switch operation {
-        case .probe: break
-        case .acknowledge(let batch, let result): acknowledge(batch, result)
-        case .reject(let batch, let error): reject(batch, error)
-        case .userChange(let auth): applyUserChange(auth)
+        if case .userChange(let auth) = operation {
+            applyUserChange(auth)
+        } else {
+            apply(operation)
         }
         if !recovery.holdsStorageFailure { resumeNetwork() }
         return true

@@ -110,10 +110,10 @@ extension EdgeClient {
         switch outcome {
         case .success(let result):
             retryDelay = 0
-            settle(batch, .acknowledge(batch, result))
+            settle(.acknowledge(batch, result))
             return true
         case .failure(let error) where error.status.isPermanentWriteError:
-            settle(batch, .reject(batch, error))
+            settle(.reject(batch, error))
             return true
         case .failure:
             return false
@@ -132,14 +132,19 @@ extension EdgeClient {
 
     /// Applies the server's answer, or — when storing it fails — holds the network down until a
     /// retry stores it (executeWithRecovery).
-    func settle(_ batch: MutationBatch, _ answer: RecoveryQueue.Operation) {
+    func settle(_ answer: RecoveryQueue.Operation) {
         if faults.fails(answer.storageOperation) {
             suspendNetwork(retrying: answer)
-            return
+        } else {
+            apply(answer)
         }
+    }
+
+    /// Applies a server answer to a batch (the other operations have nothing to apply here).
+    func apply(_ answer: RecoveryQueue.Operation) {
         switch answer {
-        case .acknowledge(_, let result): acknowledge(batch, result)
-        case .reject(_, let error): reject(batch, error)
+        case .acknowledge(let batch, let result): acknowledge(batch, result)
+        case .reject(let batch, let error): reject(batch, error)
         case .probe, .userChange: break
         }
     }
@@ -240,7 +245,7 @@ extension EdgeClient {
     public func failWrite(_ status: Status) throws(FiregateError) -> (Int64, WriteState)? {
         guard let batch = queue.first else { return nil }
         if status.isPermanentWriteError {
-            settle(batch, .reject(batch, FiregateError(status, "The write was rejected by the test harness (\(status.rawValue)).")))
+            settle(.reject(batch, FiregateError(status, "The write was rejected by the test harness (\(status.rawValue)).")))
         }
         return (batch.id, writeStates[batch.id] ?? .pending)
     }
