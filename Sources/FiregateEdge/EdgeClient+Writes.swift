@@ -191,8 +191,8 @@ extension EdgeClient {
     func finish(_ batchID: Int64, _ state: WriteState) {
         writeStates[batchID] = state
         switch state {
-        case .acknowledged: backend.operations.record(.writeAcknowledged(client: id, writeID: batchID))
-        case .rejected(let error): backend.operations.record(.writeRejected(client: id, writeID: batchID, error: error))
+        case .acknowledged: backend.operations.record(.writeAcknowledged(client: id, writeID: String(batchID)))
+        case .rejected(let error): backend.operations.record(.writeRejected(client: id, writeID: String(batchID), error: error))
         case .pending: break
         }
         if writeStates.count > 10_000, let oldest = writeStates.keys.min() { writeStates[oldest] = nil }

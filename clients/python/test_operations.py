@@ -347,6 +347,12 @@ def test_events_live_commit_tree_network_and_write_outcomes(base_url, project, n
         assert op["seq"] > last
         assert_error(fs.get("cities/NY"), 404, "NOT_FOUND")
 
+        # A tree write through the client: its id is the one pendingWrites gives it (t<n>).
+        r = requests.put(f"{base_url}/clients/{client.id}/rooms/b.json", json={"t": 2}, timeout=10)
+        assert r.status_code == 200, r.text
+        op = next_op(s, lambda o: o.get("client") == client.id and o["kind"] in ("writeAcknowledged", "writeRejected"))
+        assert op["kind"] == "writeAcknowledged" and op["writeId"].startswith("t") and op["writeId"][1:].isdigit(), op
+
 
 def test_events_backlog_and_last_event_id_resume(ops_base, namespace):
     reset(ops_base)  # nothing left behind by earlier tests writes to the log from here on

@@ -16,8 +16,9 @@ public struct OperationEvent: Sendable {
         case network(client: String, online: Bool)
         /// created, deleted, restarted, terminated, configured, persistenceCleared.
         case client(client: String, action: String)
-        case writeAcknowledged(client: String, writeID: Int64)
-        case writeRejected(client: String, writeID: Int64, error: FiregateError)
+        /// `writeID` as the client's pendingWrites names it (`7`, or `t7` for a tree write).
+        case writeAcknowledged(client: String, writeID: String)
+        case writeRejected(client: String, writeID: String, error: FiregateError)
         case reset(scope: String, fields: [(String, String)])
         case imported(documents: Int, namespaces: Int, clients: Int)
         /// The clock was set or advanced; the event's time is the clock's new reading.
@@ -61,9 +62,9 @@ public struct OperationEvent: Sendable {
         case let .client(client, action):
             members += [("client", .string(client)), ("action", .string(action))]
         case let .writeAcknowledged(client, writeID):
-            members += [("client", .string(client)), ("writeId", .string(String(writeID)))]
+            members += [("client", .string(client)), ("writeId", .string(writeID))]
         case let .writeRejected(client, writeID, error):
-            members += [("client", .string(client)), ("writeId", .string(String(writeID))),
+            members += [("client", .string(client)), ("writeId", .string(writeID)),
                         ("status", .string(error.status.rawValue)), ("message", .string(error.message))]
         case let .reset(scope, fields):
             members.append(("scope", .string(scope)))

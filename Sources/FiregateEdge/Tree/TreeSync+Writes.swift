@@ -160,7 +160,7 @@ extension TreeSync {
         }
         saveCache(changed)
         finish(id, .acknowledged(answer: acknowledgement.answer))
-        backend.operations.record(.writeAcknowledged(client: clientID, writeID: id))
+        backend.operations.record(.writeAcknowledged(client: clientID, writeID: "t\(id)"))
         return write.touchedPaths + values.map(\.0)
     }
 
@@ -175,7 +175,7 @@ extension TreeSync {
         guard let write = writes.remove(id) else { return [] }
         storage?.deleteWrite(id: id)
         finish(id, .rejected(error))
-        backend.operations.record(.writeRejected(client: clientID, writeID: id, error: error))
+        backend.operations.record(.writeRejected(client: clientID, writeID: "t\(id)", error: error))
         return write.touchedPaths
     }
 
