@@ -70,15 +70,66 @@ extension EdgeClient {
         Task { await self.sendQueuedWrites() }
     }
 
-    /// Sends batches oldest first, one at a time, while allowed.
+    /// Batches the SDK's write stream has on the wire at once (remote_store.ts MAX_PENDING_WRITES).
+    static let maxPendingWrites = 10
+
+    /// Sends batches oldest first while allowed, pipelined as the SDK's write stream does: up
+    /// to `maxPendingWrites` are applied on the backend in order and made durable together,
+    /// then acknowledged in order. A transient failure leaves that batch and the ones after it
+    /// queued for the retry.
     func sendQueuedWrites() async {
         defer { sendingWrites = false }
-        while canUseNetwork, !gates.holdWrites, !terminated, !writesPaused, let batch = queue.first {
-            let sent = await send(batch)
-            if !sent {
-                scheduleRetry()
-                return
+        while canUseNetwork, !gates.holdWrites, !terminated, !writesPaused {
+            // The oldest batches, up to one another sender has on the wire (order is kept).
+            let batches = queue.batches.prefix(EdgeClient.maxPendingWrites).prefix { !inFlight.contains($0.id) }
+            guard !batches.isEmpty else { return }
+            for batch in batches { inFlight.insert(batch.id) }
+            defer { for batch in batches { inFlight.remove(batch.id) } }
+            if network.latencyMs > 0 { try? await Task.sleep(for: .milliseconds(network.latencyMs)) }
+            var begun: [(MutationBatch, Result<DocumentDatabase.PendingCommit, FiregateError>)] = []
+            for batch in batches {
+                // A batch may have been settled while this round waited.
+                guard queue.batches.contains(where: { $0.id == batch.id }) else { continue }
+                let started = beginCommit(batch)
+                begun.append((batch, started))
+                if case .failure(let error) = started, !error.status.isPermanentWriteError { break }
             }
+            for (batch, started) in begun {
+                guard settle(batch, await EdgeClient.outcome(of: started)) else {
+                    scheduleRetry()
+                    return
+                }
+            }
+        }
+    }
+
+    /// Applies one batch on the backend now (or fails it by the injected network condition).
+    private func beginCommit(_ batch: MutationBatch) -> Result<DocumentDatabase.PendingCommit, FiregateError> {
+        if let (count, status) = network.rejectWrites {
+            network.rejectWrites = count > 1 ? (count - 1, status) : nil
+            return .failure(FiregateError(status, "The write was rejected by the injected network condition (\(status.rawValue))."))
+        }
+        do {
+            // The batch leaves the on-disk queue in the commit's own transaction.
+            return .success(try database.beginCommit(batch.writes, companion: storage?.mutationRemoval(id: batch.id)))
+        } catch {
+            return .failure(error)
+        }
+    }
+
+    /// Applies the backend's answer to a sent batch; false when a transient error leaves it
+    /// queued.
+    private func settle(_ batch: MutationBatch, _ outcome: Result<CommitResult, FiregateError>) -> Bool {
+        switch outcome {
+        case .success(let result):
+            retryDelay = 0
+            settle(.acknowledge(batch, result))
+            return true
+        case .failure(let error) where error.status.isPermanentWriteError:
+            settle(.reject(batch, error))
+            return true
+        case .failure:
+            return false
         }
     }
 
@@ -95,28 +146,20 @@ extension EdgeClient {
         if network.latencyMs > 0 { try? await Task.sleep(for: .milliseconds(network.latencyMs)) }
         // The batch may have been settled while this call waited.
         guard queue.batches.contains(where: { $0.id == batch.id }) else { return true }
-        let outcome: Result<CommitResult, FiregateError>
-        if let (count, status) = network.rejectWrites {
-            network.rejectWrites = count > 1 ? (count - 1, status) : nil
-            outcome = .failure(FiregateError(status, "The write was rejected by the injected network condition (\(status.rawValue))."))
-        } else {
+        return settle(batch, await EdgeClient.outcome(of: beginCommit(batch)))
+    }
+
+    /// A begun commit's answer once it is durable.
+    private static func outcome(of started: Result<DocumentDatabase.PendingCommit, FiregateError>) async -> Result<CommitResult, FiregateError> {
+        switch started {
+        case .success(let pending):
             do {
-                // The batch leaves the on-disk queue in the commit's own transaction.
-                outcome = .success(try await database.commit(batch.writes, companion: storage?.mutationRemoval(id: batch.id)))
+                return .success(try await pending.durable())
             } catch {
-                outcome = .failure(error)
+                return .failure(error)
             }
-        }
-        switch outcome {
-        case .success(let result):
-            retryDelay = 0
-            settle(.acknowledge(batch, result))
-            return true
-        case .failure(let error) where error.status.isPermanentWriteError:
-            settle(.reject(batch, error))
-            return true
-        case .failure:
-            return false
+        case .failure(let error):
+            return .failure(error)
         }
     }
 

@@ -196,6 +196,33 @@ public final class DocumentDatabase: Sendable {
 
     /// Applies `writes` atomically with one commit time; returns once durable. `companion`
     /// becomes durable in the same storage transaction (even when nothing changes).
+    /// A commit applied in memory whose durability is still awaited, so that a client can
+    /// pipeline several commits (applied in order, made durable together).
+    public struct PendingCommit: Sendable {
+        let result: CommitResult
+        let signal: DurabilitySignal
+
+        /// The result once the commit is on disk.
+        public func durable() async throws(FiregateError) -> CommitResult {
+            do {
+                try await signal.wait()
+            } catch {
+                throw .internal("The commit could not be made durable: \(error)")
+            }
+            return result
+        }
+    }
+
+    /// Applies a commit now (its order among commits is fixed by this call) without waiting
+    /// for it to be durable.
+    public func beginCommit(_ writes: [Write], companion: (any CommitCompanion)? = nil) throws(FiregateError) -> PendingCommit {
+        guard writes.count <= DocumentLimits.maxWritesPerCommit else {
+            throw .invalidArgument("A maximum of 500 writes allowed per request.")
+        }
+        let (result, signal) = try state.withLock { state throws(FiregateError) in try apply(writes, in: &state, companion: companion) }
+        return PendingCommit(result: result, signal: signal)
+    }
+
     public func commit(_ writes: [Write], transaction: String? = nil,
                        companion: (any CommitCompanion)? = nil) async throws(FiregateError) -> CommitResult {
         guard writes.count <= DocumentLimits.maxWritesPerCommit else {
