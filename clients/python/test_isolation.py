@@ -138,7 +138,16 @@ def test_a_listener_gets_nothing_from_another_clients_writes(base_url, project):
 def test_gates_are_per_client(base_url, project):
     a, b = _pair(base_url, project)
     a.gates(holdWatch=True, holdWrites=True)
-    assert requests.get(b.url, timeout=T).json()["gates"] == {"holdWatch": False, "holdWrites": False}
+    r = requests.put(a.url + "/gates", json={"scriptedWatch": True, "maxConcurrentLimboResolutions": 3}, timeout=T)
+    assert r.status_code == 200 and r.json()["scriptedWatch"] is True, r.text
+    assert requests.get(b.url, timeout=T).json()["gates"] == {"holdWatch": False, "holdWrites": False, "scriptedWatch": False,
+                                                            "maxConcurrentLimboResolutions": 100}
+    # A's scripted watch and injected faults are A's alone.
+    r = requests.put(a.url + "/faults", json={"storage": ["Locally write mutations"]}, timeout=T)
+    assert r.status_code == 200, r.text
+    assert requests.get(b.url + "/faults", timeout=T).json() == {"storage": [], "recovering": 0}
+    r = requests.put(a.url + "/faults", json={"storage": False}, timeout=T)
+    assert r.status_code == 200, r.text
     held = a.set("c/held", n=1)
     assert held.headers["Firegate-Write-State"] == "pending"
     # B's writes are not held: answered by the server.
@@ -154,7 +163,8 @@ def test_gates_are_per_client(base_url, project):
     requests.post(b.url + "/gates:releaseWatch", timeout=T)
     assert _written_names(_pending(a)) == ["c/held"]
     assert not Fs(base_url, project).exists("c/held")
-    assert requests.get(a.url, timeout=T).json()["gates"] == {"holdWatch": True, "holdWrites": True}
+    assert requests.get(a.url, timeout=T).json()["gates"] == {"holdWatch": True, "holdWrites": True, "scriptedWatch": True,
+                                                            "maxConcurrentLimboResolutions": 3}
     r = requests.post(a.url + "/gates:releaseWrite", json={"count": 1}, timeout=T)
     assert r.json()["released"][0]["state"] == "acknowledged"
 
