@@ -94,11 +94,16 @@ extension EdgeClient {
                 begun.append((batch, started))
                 if case .failure(let error) = started, !error.status.isPermanentWriteError { break }
             }
+            // The answers of one round arrive together: the views are updated once for all
+            // of them (an acknowledgement alone rarely changes what a view shows).
+            var settled = false
+            defer { if settled { viewsFollowAnswers() } }
             for (batch, started) in begun {
-                guard settle(batch, await EdgeClient.outcome(of: started)) else {
+                guard settle(batch, await EdgeClient.outcome(of: started), viewsFollow: false) else {
                     scheduleRetry()
                     return
                 }
+                settled = true
             }
         }
     }
@@ -119,14 +124,14 @@ extension EdgeClient {
 
     /// Applies the backend's answer to a sent batch; false when a transient error leaves it
     /// queued.
-    private func settle(_ batch: MutationBatch, _ outcome: Result<CommitResult, FiregateError>) -> Bool {
+    private func settle(_ batch: MutationBatch, _ outcome: Result<CommitResult, FiregateError>, viewsFollow: Bool = true) -> Bool {
         switch outcome {
         case .success(let result):
             retryDelay = 0
-            settle(.acknowledge(batch, result))
+            settle(.acknowledge(batch, result), viewsFollow: viewsFollow)
             return true
         case .failure(let error) where error.status.isPermanentWriteError:
-            settle(.reject(batch, error))
+            settle(.reject(batch, error), viewsFollow: viewsFollow)
             return true
         case .failure:
             return false
@@ -175,21 +180,29 @@ extension EdgeClient {
 
     /// Applies the server's answer, or — when storing it fails — holds the network down until a
     /// retry stores it (executeWithRecovery).
-    func settle(_ answer: RecoveryQueue.Operation) {
+    /// `viewsFollow: false` leaves the views to the caller (`viewsFollowAnswers`).
+    func settle(_ answer: RecoveryQueue.Operation, viewsFollow: Bool = true) {
         if faults.fails(answer.storageOperation) {
             suspendNetwork(retrying: answer)
         } else {
-            apply(answer)
+            apply(answer, viewsFollow: viewsFollow)
         }
     }
 
     /// Applies a server answer to a batch (the other operations have nothing to apply here).
-    func apply(_ answer: RecoveryQueue.Operation) {
+    func apply(_ answer: RecoveryQueue.Operation, viewsFollow: Bool = true) {
         switch answer {
         case .acknowledge(let batch, let result): acknowledge(batch, result)
         case .reject(let batch, let error): reject(batch, error)
-        case .probe, .userChange: break
+        case .probe, .userChange: return
         }
+        if viewsFollow { viewsFollowAnswers() }
+    }
+
+    /// After answers were applied: every view shows them, and eager collection runs.
+    func viewsFollowAnswers() {
+        updateViews()
+        collectEagerGarbage()
     }
 
     /// The server committed the batch (whose commit removed it from the on-disk queue): drop it
@@ -215,8 +228,6 @@ extension EdgeClient {
             persistRemote(path)
         }
         finish(batch.id, .acknowledged(result))
-        updateViews()
-        collectEagerGarbage()
     }
 
     /// The server refused the batch for good: drop it and revert the local view.
@@ -226,8 +237,6 @@ extension EdgeClient {
         targetCache.beginOperation()
         for path in batch.paths { touch(path) }
         finish(batch.id, .rejected(error))
-        updateViews()
-        collectEagerGarbage()
     }
 
     /// Records a batch's final state and wakes whoever waits on it.
