@@ -202,6 +202,9 @@ extension EdgeClient {
     /// batches are acknowledged by the script at `commitTime`, without reaching the backend
     /// (the spec's writeAck at a version).
     public func acknowledgeWrites(count: Int, commitTime: Timestamp) throws(FiregateError) -> [(Int64, WriteState)] {
+        guard scripted != nil else {
+            throw .clientState("Only a client with a scripted watch has writes acknowledged by the script (commitTime).")
+        }
         guard canUseNetwork else {
             throw .clientState("The client is offline: enable its network before releasing writes.")
         }

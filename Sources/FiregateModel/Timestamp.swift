@@ -30,6 +30,8 @@ public struct Timestamp: Sendable, Hashable, Comparable, CustomStringConvertible
     }
 
     /// Valid range of Firestore timestamps: 0001-01-01 to 9999-12-31.
+    /// The epoch: the SDK's SnapshotVersion.min(), before any version watch sends.
+    public static let zero = Timestamp(microseconds: 0)
     public static let minSeconds: Int64 = -62_135_596_800
     public static let maxSeconds: Int64 = 253_402_300_799
 

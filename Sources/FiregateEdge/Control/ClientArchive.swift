@@ -100,7 +100,7 @@ public struct ClientArchive: Sendable {
                 query: query, sequenceNumber: item["sequenceNumber"]?.integerLike ?? 0, synced: item["synced"]?.boolValue ?? true,
                 documents: documents.compactMap(\.stringValue).map { ResourcePath($0.split(separator: "/").map(String.init)) },
                 targetID: Int(item["targetId"]?.integerLike ?? 0), resumeToken: item["resumeToken"]?.stringValue ?? "",
-                snapshotVersion: item["snapshotVersion"]?.stringValue.flatMap { Timestamp(rfc3339: $0) } ?? Timestamp(microseconds: 0)))
+                snapshotVersion: item["snapshotVersion"]?.stringValue.flatMap { Timestamp(rfc3339: $0) } ?? .zero))
         }
         if let indexes = json["indexes"], indexes != .null {
             guard let items = indexes.arrayValue else { throw .invalidArgument("\(field).indexes must be an array.") }

@@ -42,8 +42,3 @@ public struct RemoteEvent: Sendable {
     public var documentUpdates: [ResourcePath: RemoteDocument]
     public var resolvedLimboDocuments: Set<ResourcePath>
 }
-
-extension Timestamp {
-    /// The SDK's SnapshotVersion.min(): before any version watch sends.
-    public static let zero = Timestamp(microseconds: 0)
-}

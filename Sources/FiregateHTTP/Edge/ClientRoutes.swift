@@ -219,9 +219,6 @@ struct ClientRoutes: Sendable {
             guard let commitTime = time.stringValue.flatMap({ Timestamp(rfc3339: $0) }) else {
                 throw .invalidArgument("commitTime must be an RFC 3339 timestamp.")
             }
-            guard await client.gatesJSON()["scriptedWatch"]?.boolValue == true else {
-                throw .clientState("Only a client with a scripted watch has writes acknowledged by the script (commitTime).")
-            }
             let released = try await client.acknowledgeWrites(count: Int(count), commitTime: commitTime)
             return JSONResponse.make(["released": .array(released.map { EdgeClient.render($0.0, $0.1) })])
         }

@@ -92,7 +92,7 @@ public struct EdgeCacheStorage: Sendable {
         public var snapshotVersion: Timestamp
 
         public init(query: String, sequenceNumber: Int64, synced: Bool, documents: [ResourcePath], targetID: Int = 0, resumeToken: String = "",
-                    snapshotVersion: Timestamp = Timestamp(microseconds: 0)) {
+                    snapshotVersion: Timestamp = .zero) {
             self.query = query
             self.sequenceNumber = sequenceNumber
             self.synced = synced
