@@ -28,9 +28,16 @@ final class BareGetFastPathTests: XCTestCase {
         XCTAssertTrue(isSimple("GET /v1/x HTTP/1.1\r\nConnection: Keep-Alive\r\n\r\n"))
         guard case .simple(let gzip) = parse("GET /v1/x HTTP/1.1\r\naccept-encoding: br, GZIP\r\n\r\n") else { return XCTFail() }
         XCTAssertTrue(gzip.acceptsGzip)
+        // Event streams and resumes are noted for the answer to decide (only a listen takes them).
+        guard case .simple(let events) = parse("GET /a.json HTTP/1.1\r\nAccept: text/event-stream\r\n\r\n") else { return XCTFail() }
+        XCTAssertTrue(events.acceptsEventStream)
+        XCTAssertFalse(events.resumes)
+        guard case .simple(let resumed) = parse("GET /v1/x:listen HTTP/1.1\r\nlast-event-id: 1.2\r\n\r\n") else { return XCTFail() }
+        XCTAssertTrue(resumed.resumes)
+        XCTAssertFalse(resumed.acceptsEventStream)
 
         for refused in [
-            "POST /v1/x HTTP/1.1\r\n\r\n", "GET /a.json HTTP/1.1\r\nAccept: text/event-stream\r\n\r\n",
+            "POST /v1/x HTTP/1.1\r\n\r\n",
             "GET /a.json HTTP/1.1\r\nIf-None-Match: \"x\"\r\n\r\n", "GET /a.json HTTP/1.1\r\nX-Firebase-ETag: true\r\n\r\n",
             "GET /v1/x HTTP/1.0\r\n\r\n", "GET /v1/x HTTP/1.1\r\nContent-Length: 0\r\n\r\n",
             "GET /v1/x HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n", "GET /v1/x HTTP/1.1\r\nConnection: close\r\n\r\n",

@@ -61,6 +61,9 @@ final class RawHTTPStream: @unchecked Sendable {
     /// Ends our sending side only, still reading what comes.
     func halfClose() { shutdown(fd, Int32(SHUT_WR)) }
 
+    /// Everything received so far, as text.
+    var rawText: String { lock.withLock { String(decoding: received, as: UTF8.self) } }
+
     /// The response head (status line and headers) once complete.
     var head: String? {
         lock.withLock {

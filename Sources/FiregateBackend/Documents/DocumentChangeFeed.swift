@@ -156,6 +156,8 @@ public final class FeedSubscription: AsyncSequence, Sendable {
         var finished = false
         var heartbeat = false
         var waiter: CheckedContinuation<FeedEvent?, Never>?
+        /// A polling consumer's wake-up, armed when its last poll found nothing.
+        var waker: (@Sendable () -> Void)?
         /// The newest commit handed to the consumer, and the newest known handled.
         var handedOut: Int64 = 0
         var handled: Int64 = 0
@@ -191,12 +193,23 @@ public final class FeedSubscription: AsyncSequence, Sendable {
         // The index found the subscriber by collection; a collection group's parent is checked here.
         if case .commit(let record) = event, let interest { relevant = interest.matches(record) }
         var handledWaiters: [CheckedContinuation<Void, Never>] = []
-        defer { for waiter in handledWaiters { waiter.resume() } }
+        var wake: (@Sendable () -> Void)?
+        defer {
+            for waiter in handledWaiters { waiter.resume() }
+            wake?()
+        }
         let resume = state.withLock { state -> (CheckedContinuation<FeedEvent?, Never>, FeedEvent)? in
             guard !state.finished else { return nil }
+            // A polling consumer is woken by anything it would take (not by a skipped commit).
+            defer {
+                if state.waker != nil, state.hasEvent {
+                    wake = state.waker
+                    state.waker = nil
+                }
+            }
             switch event {
             case .commit(let record) where !relevant:
-                if state.waiter != nil, state.buffer.isEmpty, !state.overflowed {
+                if state.waiter != nil || state.waker != nil, state.buffer.isEmpty, !state.overflowed {
                     // The consumer is idle with nothing pending: the commit is handled now.
                     state.handled = Swift.max(state.handled, record.sequence)
                     handledWaiters = State.takeHandledWaiters(&state)
@@ -264,6 +277,7 @@ public final class FeedSubscription: AsyncSequence, Sendable {
             state.finished = true
             defer {
                 state.waiter = nil
+                state.waker = nil
                 state.handledWaiters.removeAll()
             }
             return (state.waiter, state.handledWaiters.map(\.continuation))
@@ -299,6 +313,23 @@ public final class FeedSubscription: AsyncSequence, Sendable {
         }
     }
 
+    /// For a consumer that is not a task (a stream served on its connection's event loop): the
+    /// next event if one is ready. Otherwise nil, and `wake` is called once (from the
+    /// publishing thread) when an event arrives; `finished` says the subscription has ended.
+    public func poll(orWake wake: @escaping @Sendable () -> Void) -> (event: FeedEvent?, finished: Bool) {
+        var handledWaiters: [CheckedContinuation<Void, Never>] = []
+        defer { for waiter in handledWaiters { waiter.resume() } }
+        return state.withLock { state in
+            if state.finished { return (nil, true) }
+            // Polling again means everything handed out before has been processed.
+            state.handled = Swift.max(state.handled, state.handedOut)
+            defer { handledWaiters = State.takeHandledWaiters(&state) }
+            if let event = State.take(&state) { return (event, false) }
+            state.waker = wake
+            return (nil, false)
+        }
+    }
+
     /// Commits waiting in the buffer (for metrics and tests).
     public var buffered: Int { state.withLock { $0.buffer.count } }
 
@@ -311,6 +342,11 @@ public final class FeedSubscription: AsyncSequence, Sendable {
 }
 
 fileprivate extension FeedSubscription.State {
+    /// Whether `take` would hand out an event (skipped commits alone are not one).
+    var hasEvent: Bool {
+        overflowed || closed != nil || heartbeat || buffer.contains { if case .commit = $0 { true } else { false } }
+    }
+
     /// The next event to hand out, in priority: overflow, buffered commits, close. Skipped
     /// commits at the front count as handled (everything before them was).
     static func take(_ state: inout FeedSubscription.State) -> FeedEvent? {

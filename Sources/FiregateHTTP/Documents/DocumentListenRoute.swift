@@ -37,8 +37,8 @@ struct DocumentListenRoute {
         let stream = DocumentListenStream(database: database, path: path, options: options, ticker: ticker, frames: frames,
                                           resumeAfter: resumeAfter, resuming: lastEventID != nil)
         return Response(status: .ok, headers: ServerSentEvents.headers, body: ResponseBody { writer in
-                await InboundClose.cancelling(request) { await stream.run(&writer) }
-            })
+            await InboundClose.cancelling(request) { await stream.run(&writer) }
+        })
     }
 }
 
@@ -162,6 +162,8 @@ struct QueryListenStream: Sendable {
 }
 
 /// A single-document listener: `{"readTime","exists","document"}` per change of that document.
+/// The frames and position of one stream, whether a task writes it (`run`) or its connection's
+/// event loop does (`EventLoopListenStream`).
 struct DocumentListenStream: Sendable {
     let database: DocumentDatabase
     let path: ResourcePath
@@ -170,41 +172,66 @@ struct DocumentListenStream: Sendable {
     let frames: ListenFrameCache
     let resumeAfter: Int64?
     let resuming: Bool
+    private var current: Document?
+    private var sequence: Int64 = 0
+
+    init(database: DocumentDatabase, path: ResourcePath, options: ListenOptions, ticker: KeepAliveTicker, frames: ListenFrameCache,
+         resumeAfter: Int64?, resuming: Bool) {
+        self.database = database
+        self.path = path
+        self.options = options
+        self.ticker = ticker
+        self.frames = frames
+        self.resumeAfter = resumeAfter
+        self.resuming = resuming
+    }
 
     func run(_ writer: inout any ResponseBodyWriter) async {
-        let start = database.listen(document: path, bufferLimit: options.bufferLimit, resumeAfter: resumeAfter)
-        var current = start.document
-        var sequence = start.sequence
+        var stream = self
+        let (subscription, first) = stream.open()
         do {
-            // A resumed stream whose document did not change since sends nothing first.
-            if !(start.resumedDocument.map { $0 == current } ?? false) {
-                try await writer.write(frame(current, readTime: start.readTime, sequence: sequence, reset: resuming && start.resumedDocument == nil))
-            }
+            if let first { try await writer.write(first) }
         } catch {
-            start.subscription.cancel()
+            subscription.cancel()
             return
         }
-        await ListenLoop.run(start.subscription, ticker: ticker, writer: &writer) { event, writer in
-            switch event {
-            case .commit(let record):
-                guard record.sequence > sequence else { return true }
-                sequence = record.sequence
-                guard let change = record.changes.first(where: { $0.path == path }) else { return true }
-                current = change.after
-                let bytes = frames.frame("\(database.id.name)|\(path.canonical)|\(record.sequence)") {
-                    frame(change.after, readTime: record.commitTime, sequence: record.sequence, reset: false)
-                }
-                try await writer.write(bytes)
-            case .overflow:
-                let fresh = database.listen(document: path, bufferLimit: 1, resumeAfter: nil)
-                fresh.subscription.cancel()
-                sequence = fresh.sequence
-                current = fresh.document
-                try await writer.write(frame(current, readTime: fresh.readTime, sequence: sequence, reset: true))
-            case .closed, .heartbeat:
-                break
-            }
+        await ListenLoop.run(subscription, ticker: ticker, writer: &writer) { event, writer in
+            if let bytes = stream.frame(for: event) { try await writer.write(bytes) }
             return true
+        }
+    }
+
+    /// Subscribes to the feed; the first frame is the document now (none for a resumed stream
+    /// whose document did not change since).
+    mutating func open() -> (FeedSubscription, ByteBuffer?) {
+        let start = database.listen(document: path, bufferLimit: options.bufferLimit, resumeAfter: resumeAfter)
+        current = start.document
+        sequence = start.sequence
+        if start.resumedDocument.map({ $0 == current }) ?? false { return (start.subscription, nil) }
+        return (start.subscription, frame(current, readTime: start.readTime, sequence: sequence, reset: resuming && start.resumedDocument == nil))
+    }
+
+    /// The frame a commit or an overflow sends, nil when it changes nothing here. `.closed`
+    /// and `.heartbeat` are the loop's (see `ListenLoop`).
+    mutating func frame(for event: FeedEvent) -> ByteBuffer? {
+        switch event {
+        case .commit(let record):
+            guard record.sequence > sequence else { return nil }
+            sequence = record.sequence
+            guard let change = record.changes.first(where: { $0.path == path }) else { return nil }
+            current = change.after
+            return frames.frame("\(database.id.name)|\(path.canonical)|\(record.sequence)") {
+                frame(change.after, readTime: record.commitTime, sequence: record.sequence, reset: false)
+            }
+        case .overflow:
+            // Fell behind: start over from the current state.
+            let fresh = database.listen(document: path, bufferLimit: 1, resumeAfter: nil)
+            fresh.subscription.cancel()
+            sequence = fresh.sequence
+            current = fresh.document
+            return frame(current, readTime: fresh.readTime, sequence: sequence, reset: true)
+        case .closed, .heartbeat:
+            return nil
         }
     }
 

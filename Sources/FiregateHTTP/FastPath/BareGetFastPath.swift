@@ -13,6 +13,9 @@ import NIOHTTP1
 /// the `info` log line. A missing document is answered here too, with the full path's 404; a
 /// tree location not in the cache is read from its namespace while later input waits.
 ///
+/// A bare document `:listen` (no query, no `Last-Event-ID`) becomes an `EventLoopListenStream`
+/// served here; what the client sends meanwhile waits until the stream ends.
+///
 /// It sits in front of the HTTP/1.1 decoder. The first request on a connection that is not
 /// such a GET (another route or parameter, a document body to gzip, a header it does not take) hands
 /// that request and everything after it to the full path for the rest of the connection:
@@ -31,8 +34,11 @@ final class BareGetFastPath: ChannelDuplexHandler, RemovableChannelHandler {
     }
 
     private let backend: Backend
+    private let documents: DocumentRoutes
     private let metrics: ServerMetrics
     private let logger: Logger
+    /// Starts the connection's full path, the first time input goes there (or it ends).
+    private let fullPath: FullPathStart
     /// Once set, every byte goes to the full HTTP/1.1 path.
     private var passThrough = false
     /// Input not handled yet: a head still arriving, or requests behind one being answered.
@@ -46,9 +52,13 @@ final class BareGetFastPath: ChannelDuplexHandler, RemovableChannelHandler {
     private var lastDocument: (raw: String, parsed: DocumentRequestPath)?
     private var lastTree: (raw: String, query: String?, namespace: String, path: TreePath)?
     private var date = (second: -1, text: "")
+    /// The stream this connection serves, while it lasts.
+    private var listening: EventLoopListenStream?
 
-    init(backend: Backend, metrics: ServerMetrics, logger: Logger) {
-        self.backend = backend
+    init(documents: DocumentRoutes, metrics: ServerMetrics, logger: Logger, fullPath: FullPathStart) {
+        self.fullPath = fullPath
+        self.documents = documents
+        self.backend = documents.backend
         self.metrics = metrics
         self.logger = logger
     }
@@ -64,6 +74,11 @@ final class BareGetFastPath: ChannelDuplexHandler, RemovableChannelHandler {
             buffer = earlier
         }
         unread = buffer
+        if listening != nil {
+            // Nothing is answered behind a stream; a client that keeps sending is cut off.
+            if buffer.readableBytes > SimpleGetRequest.maxHeadLength { context.close(promise: nil) }
+            return
+        }
         if !answering { process(context: context, inRead: true) }
     }
 
@@ -71,7 +86,7 @@ final class BareGetFastPath: ChannelDuplexHandler, RemovableChannelHandler {
     /// (after an answer prepared off the loop) what goes on to the full path is followed by a
     /// read-complete, which is when the layers behind take it up.
     private func process(context: ChannelHandlerContext, inRead: Bool) {
-        while var buffer = unread, buffer.readableBytes > 0, !answering {
+        while var buffer = unread, buffer.readableBytes > 0, !answering, listening == nil {
             let started = ContinuousClock.now
             let parse = SimpleGetRequest.parse(buffer)
             if case .incomplete = parse { return }
@@ -79,11 +94,17 @@ final class BareGetFastPath: ChannelDuplexHandler, RemovableChannelHandler {
             let target = String(decoding: buffer.getBytes(at: buffer.readerIndex + request.path.lowerBound, length: request.path.count) ?? [],
                                 as: UTF8.self)
             let query = request.query.flatMap { buffer.getString(at: buffer.readerIndex + $0.lowerBound, length: $0.count) }
-            if let answer = documentAnswer(target, query: query, request) {
+            if let stream = documentListen(target, query: query, request) {
+                buffer.moveReaderIndex(forwardBy: request.length)
+                // An idle stream keeps no read buffer.
+                unread = buffer.readableBytes > 0 ? buffer : nil
+                listen(stream, path: target, started: started, context: context)
+                return
+            } else if let answer = documentAnswer(target, query: query, request) {
                 buffer.moveReaderIndex(forwardBy: request.length)
                 unread = buffer
                 respond(answer, path: target, started: started, context: context)
-            } else if let location = treeLocation(target, query: query) {
+            } else if !request.acceptsEventStream, let location = treeLocation(target, query: query) {
                 buffer.moveReaderIndex(forwardBy: request.length)
                 unread = buffer
                 if let cached = backend.tree.cachedEncoding(namespace: location.namespace, path: location.path), !(request.acceptsGzip && cached.count >= FiregateResponder.gzipThreshold) {
@@ -101,6 +122,7 @@ final class BareGetFastPath: ChannelDuplexHandler, RemovableChannelHandler {
         }
         unread = nil
         passThrough = true
+        fullPath.begin()
         context.fireChannelRead(wrapInboundOut(rest))
         if !inRead { context.fireChannelReadComplete() }
     }
@@ -127,19 +149,36 @@ final class BareGetFastPath: ChannelDuplexHandler, RemovableChannelHandler {
 
     /// The connection's input ended with a head still arriving: the full parser reports it.
     func channelInactive(context: ChannelHandlerContext) {
+        listening?.abandon()
+        listening = nil
         handOverUnread(context: context)
+        fullPath.begin()
         context.fireChannelInactive()
     }
 
     /// The client half-closed: what it sent before still gets its answers, so the full path
     /// hears of it only after the answer under way (if any).
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if let listening {
+            // A client that half-closes has hung up; a server shutting down says so first.
+            if case ChannelEvent.inputClosed = event {
+                listening.end(context: context)
+                context.close(promise: nil)
+                return
+            }
+            if event is ChannelShouldQuiesceEvent {
+                listening.end(context: context, error: FiregateError(.unavailable, "The server is shutting down."))
+                context.close(promise: nil)
+                return
+            }
+        }
         if case ChannelEvent.inputClosed = event, !passThrough {
             if answering {
                 inputClosedPending = true
                 return
             }
             handOverUnread(context: context)
+            fullPath.begin()
         }
         context.fireUserInboundEventTriggered(event)
     }
@@ -150,16 +189,53 @@ final class BareGetFastPath: ChannelDuplexHandler, RemovableChannelHandler {
         guard !passThrough, let unread, unread.readableBytes > 0 else { return false }
         self.unread = nil
         passThrough = true
+        fullPath.begin()
         context.fireChannelRead(wrapInboundOut(unread))
         return true
     }
 
+    func channelWritabilityChanged(context: ChannelHandlerContext) {
+        listening?.writabilityChanged(context: context)
+        context.fireChannelWritabilityChanged()
+    }
+
     // MARK: Documents
+
+    /// A bare listen of one document, served here as a stream; nil when the full path must.
+    private func documentListen(_ target: String, query: String?, _ request: SimpleGetRequest) -> DocumentListenStream? {
+        guard query == nil, !request.resumes, target.hasSuffix(":listen"), backend.documents.isLoaded,
+              let parsed = try? DocumentRequestPath.parse(target), parsed.verb == "listen", parsed.path.isDocument else { return nil }
+        return DocumentListenStream(database: backend.documents.database(parsed.database), path: parsed.path, options: documents.listenOptions,
+                                    ticker: documents.ticker, frames: documents.frames, resumeAfter: nil, resuming: false)
+    }
+
+    private func listen(_ stream: DocumentListenStream, path: String, started: ContinuousClock.Instant, context: ChannelHandlerContext) {
+        let listening = EventLoopListenStream(stream, metrics: metrics)
+        self.listening = listening
+        let bound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
+        listening.onEnd = {
+            let (handler, context) = bound.value
+            handler.streamEnded(context: context)
+        }
+        listening.start(context: context)
+        let duration = ContinuousClock.now - started
+        metrics.requestFinished(surface: .documents, method: "GET", status: 200, duration: duration)
+        if logger.logLevel <= .info {
+            FiregateResponder.logRequest(logger, method: "GET", path: path, status: 200, duration: duration, surface: .documents)
+        }
+    }
+
+    /// The stream ended on its own (a reset): the connection serves requests again.
+    private func streamEnded(context: ChannelHandlerContext) {
+        listening = nil
+        process(context: context, inRead: false)
+        flushIfNeeded(context: context)
+    }
 
     /// A document's cached encoding (or the 404 error body), nil when the full path must answer.
     private func documentAnswer(_ target: String, query: String?, _ request: SimpleGetRequest) -> Answer? {
         // While the start's load runs, the full path waits for it (off the event loop).
-        guard query == nil, target.hasPrefix("/v1/"), backend.documents.isLoaded else { return nil }
+        guard query == nil, !request.acceptsEventStream, target.hasPrefix("/v1/"), backend.documents.isLoaded else { return nil }
         let document: DocumentRequestPath
         if let lastDocument, lastDocument.raw == target {
             document = lastDocument.parsed
@@ -232,6 +308,7 @@ final class BareGetFastPath: ChannelDuplexHandler, RemovableChannelHandler {
         if inputClosedPending {
             inputClosedPending = false
             if handOverUnread(context: context) { context.fireChannelReadComplete() }
+            fullPath.begin()
             context.fireUserInboundEventTriggered(ChannelEvent.inputClosed)
         }
         if readPaused {

@@ -5,9 +5,9 @@ import NIOCore
 /// `GET <target> HTTP/1.1`, a target of visible ASCII, and no header that changes framing, the
 /// connection, the method or the kind of answer (`Content-Length`, `Transfer-Encoding`,
 /// `Upgrade`, `Expect`, `X-HTTP-Method-Override`, `If-Match`, `If-None-Match`,
-/// `X-Firebase-ETag`, an `Accept` naming event streams, a `Connection` other than
-/// `keep-alive`). Anything else is for the full HTTP/1.1 parser, so the check errs on the side
-/// of refusing.
+/// `X-Firebase-ETag`, a `Connection` other than `keep-alive`). Anything else is for the full
+/// HTTP/1.1 parser, so the check errs on the side of refusing. An `Accept` naming event
+/// streams and a `Last-Event-ID` are noted, for the answer to decide.
 struct SimpleGetRequest {
     /// Where the target's path lies in the buffer, relative to its reader index.
     let path: Range<Int>
@@ -16,6 +16,10 @@ struct SimpleGetRequest {
     /// The whole head, terminating blank line included.
     let length: Int
     let acceptsGzip: Bool
+    /// `Accept` names `text/event-stream`: only a stream answers it here.
+    var acceptsEventStream = false
+    /// A `Last-Event-ID` header came: a resumed stream, which only the full path serves.
+    var resumes = false
 
     enum Parse {
         case simple(SimpleGetRequest)
@@ -54,7 +58,7 @@ struct SimpleGetRequest {
             guard bytes[i + j] == version.utf8Start[j] else { return .notSimple }
         }
         i += version.utf8CodeUnitCount
-        var acceptsGzip = false
+        var acceptsGzip = false, acceptsEventStream = false, resumes = false
         // Header lines, up to the blank line.
         while true {
             let end: Int
@@ -63,7 +67,10 @@ struct SimpleGetRequest {
             case .incomplete: return count > maxHeadLength ? .notSimple : .incomplete
             case .invalid: return .notSimple
             }
-            if end == i { return .simple(SimpleGetRequest(path: path, query: query, length: end + 2, acceptsGzip: acceptsGzip)) }
+            if end == i {
+                return .simple(SimpleGetRequest(path: path, query: query, length: end + 2, acceptsGzip: acceptsGzip,
+                                                acceptsEventStream: acceptsEventStream, resumes: resumes))
+            }
             let first = bytes[i]
             guard first != UInt8(ascii: " "), first != UInt8(ascii: "\t") else { return .notSimple }  // obsolete line folding
             var colon = i
@@ -76,7 +83,8 @@ struct SimpleGetRequest {
             case .refused: return .notSimple
             case .acceptEncoding: acceptsGzip = acceptsGzip || containsGzip(bytes, colon + 1..<end)
             case .connection: guard value(bytes, colon + 1..<end).lowercased() == "keep-alive" else { return .notSimple }
-            case .accept: guard !value(bytes, colon + 1..<end).lowercased().contains("event-stream") else { return .notSimple }
+            case .accept: acceptsEventStream = acceptsEventStream || value(bytes, colon + 1..<end).lowercased().contains("event-stream")
+            case .lastEventID: resumes = true
             case .other: break
             }
             i = end + 2
@@ -102,7 +110,7 @@ struct SimpleGetRequest {
         return .incomplete
     }
 
-    private enum HeaderKind { case refused, acceptEncoding, connection, accept, other }
+    private enum HeaderKind { case refused, acceptEncoding, connection, accept, lastEventID, other }
 
     private static let refusedNames = ["content-length", "transfer-encoding", "upgrade", "expect", "x-http-method-override",
                                        "if-match", "if-none-match", "x-firebase-etag"]
@@ -116,6 +124,7 @@ struct SimpleGetRequest {
         // `Connection: keep-alive` is HTTP/1.1's default said out loud (Python's requests sends it).
         if equals("connection") { return .connection }
         if equals("accept") { return .accept }
+        if equals("last-event-id") { return .lastEventID }
         return equals("accept-encoding") ? .acceptEncoding : .other
     }
 
