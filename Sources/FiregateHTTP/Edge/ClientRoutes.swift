@@ -22,9 +22,15 @@ struct ClientRoutes: Sendable {
         let rest = raw.dropFirst("/clients".count)
         if rest.isEmpty || rest == "/" {
             guard request.method == .get else { throw .notFound("No route for \(request.method) \(raw)") }
-            var states: [JSON] = []
-            for client in clients.all { states.append(await client.state()) }
-            return JSONResponse.make(["clients": .array(states)])
+            // Each state is encoded as it comes: no tree of every client's state at once, whose
+            // thousands of small allocations would stay in the server's memory once freed.
+            var out = Array(#"{"clients":["#.utf8)
+            for (index, client) in clients.all.enumerated() {
+                if index > 0 { out.append(UInt8(ascii: ",")) }
+                JSONWriter.write(await client.state(), into: &out)
+            }
+            out += Array("]}".utf8)
+            return JSONResponse.bytes(out)
         }
         // /clients/{id}[:verb][/sub…]
         let afterSlash = rest.dropFirst()
