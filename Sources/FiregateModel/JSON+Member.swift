@@ -5,22 +5,23 @@ extension JSON {
     public func member(_ camelName: String) -> JSON? {
         guard case .object(let fields) = self else { return nil }
         if let value = fields[camelName] { return value }
-        let snake = JSON.snakeCase(camelName)
-        return snake == camelName ? nil : fields[snake]
+        guard camelName.utf8.contains(where: { $0 >= UInt8(ascii: "A") && $0 <= UInt8(ascii: "Z") }) else { return nil }
+        return fields[JSON.snakeCase(camelName)]
     }
 
+    /// Field names are ASCII: bytes, not Characters (whose case properties are Unicode lookups).
     static func snakeCase(_ camel: String) -> String {
-        var out = ""
-        out.reserveCapacity(camel.count + 4)
-        for ch in camel {
-            if ch.isUppercase {
-                out.append("_")
-                out.append(contentsOf: ch.lowercased())
+        var out: [UInt8] = []
+        out.reserveCapacity(camel.utf8.count + 4)
+        for byte in camel.utf8 {
+            if byte >= UInt8(ascii: "A"), byte <= UInt8(ascii: "Z") {
+                out.append(UInt8(ascii: "_"))
+                out.append(byte + 32)
             } else {
-                out.append(ch)
+                out.append(byte)
             }
         }
-        return out
+        return String(decoding: out, as: UTF8.self)
     }
 
     /// An integer carried as a JSON number, a decimal string, or an Int32Value wrapper `{"value":n}`.

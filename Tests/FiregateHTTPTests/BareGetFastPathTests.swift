@@ -8,7 +8,7 @@ import XCTest
 /// the request check takes, and over a real socket that answers, order and metrics are those
 /// of the full path.
 final class BareGetFastPathTests: XCTestCase {
-    func parse(_ text: String) -> SimpleGetRequest.Parse { SimpleGetRequest.parse(ByteBuffer(string: text)) }
+    func parse(_ text: String) -> SimpleRequest.Parse { SimpleRequest.parse(ByteBuffer(string: text)) }
 
     func isSimple(_ text: String) -> Bool {
         if case .simple = parse(text) { return true }

@@ -211,6 +211,18 @@ public final class DocumentDatabase: Sendable {
             }
             return result
         }
+
+        /// Calls `body` with the result once the commit is on disk (or with the failure), on
+        /// the thread that made it durable.
+        public func whenDurable(_ body: @escaping @Sendable (Result<CommitResult, FiregateError>) -> Void) {
+            let result = self.result
+            signal.onComplete { outcome in
+                switch outcome {
+                case .success: body(.success(result))
+                case .failure(let error): body(.failure(.internal("The commit could not be made durable: \(error)")))
+                }
+            }
+        }
     }
 
     /// Applies a commit now (its order among commits is fixed by this call) without waiting

@@ -49,7 +49,7 @@ extension DocumentRoutes {
         return JSONResponse.make([:])
     }
 
-    func parseWrites(_ body: JSON, _ database: DocumentDatabase) throws(FiregateError) -> [Write] {
+    static func parseWrites(_ body: JSON, _ database: DocumentDatabase) throws(FiregateError) -> [Write] {
         guard let list = body.member("writes"), list != .null else { return [] }
         guard let items = list.arrayValue else { throw .invalidArgument("writes must be a list.") }
         return try items.map { item throws(FiregateError) in try Write(json: item, database: database.id) }
@@ -57,7 +57,7 @@ extension DocumentRoutes {
 
     func commit(_ database: DocumentDatabase, _ request: Request) async throws(FiregateError) -> Response {
         let body = try await request.jsonObjectBody()
-        let writes = try parseWrites(body, database)
+        let writes = try DocumentRoutes.parseWrites(body, database)
         var transaction: String?
         if let tx = body.member("transaction"), tx != .null {
             guard let id = tx.stringValue else { throw .invalidArgument("transaction must be a base64 string.") }
@@ -69,7 +69,7 @@ extension DocumentRoutes {
 
     func batchWrite(_ database: DocumentDatabase, _ request: Request) async throws(FiregateError) -> Response {
         let body = try await request.jsonObjectBody()
-        let writes = try parseWrites(body, database)
+        let writes = try DocumentRoutes.parseWrites(body, database)
         let results = try await database.batchWrite(writes)
         var writeResults: [JSON] = []
         var statuses: [JSON] = []

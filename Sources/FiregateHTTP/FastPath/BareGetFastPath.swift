@@ -7,7 +7,7 @@ import NIOHTTP1
 
 /// Answers bare GETs of a document (`/v1/…/documents/{path}`, no query) or of a tree location
 /// (`/{path}.json`, no query but `ns=`) straight from the connection's bytes (see
-/// `SimpleGetRequest`), from the cached encodings: no HTTP/1.1 parser, no task, no router, no
+/// `SimpleRequest`), from the cached encodings: no HTTP/1.1 parser, no task, no router, no
 /// header fields to build — the per-request work of a static file server (DESIGN §3's GET
 /// targets). The answer is the one the full path gives: status, headers, body, metrics and
 /// the `info` log line. A missing document is answered here too, with the full path's 404; a
@@ -31,6 +31,7 @@ final class BareGetFastPath: ChannelDuplexHandler, RemovableChannelHandler {
         var status: HTTPResponse.Status
         var body: [UInt8]
         var surface: Surface
+        var method = "GET"
     }
 
     private let backend: Backend
@@ -76,7 +77,7 @@ final class BareGetFastPath: ChannelDuplexHandler, RemovableChannelHandler {
         unread = buffer
         if listening != nil {
             // Nothing is answered behind a stream; a client that keeps sending is cut off.
-            if buffer.readableBytes > SimpleGetRequest.maxHeadLength { context.close(promise: nil) }
+            if buffer.readableBytes > SimpleRequest.maxHeadLength { context.close(promise: nil) }
             return
         }
         if !answering { process(context: context, inRead: true) }
@@ -88,13 +89,19 @@ final class BareGetFastPath: ChannelDuplexHandler, RemovableChannelHandler {
     private func process(context: ChannelHandlerContext, inRead: Bool) {
         while var buffer = unread, buffer.readableBytes > 0, !answering, listening == nil {
             let started = ContinuousClock.now
-            let parse = SimpleGetRequest.parse(buffer)
+            let parse = SimpleRequest.parse(buffer)
             if case .incomplete = parse { return }
             guard case .simple(let request) = parse else { break }
             let target = String(decoding: buffer.getBytes(at: buffer.readerIndex + request.path.lowerBound, length: request.path.count) ?? [],
                                 as: UTF8.self)
             let query = request.query.flatMap { buffer.getString(at: buffer.readerIndex + $0.lowerBound, length: $0.count) }
-            if let stream = documentListen(target, query: query, request) {
+            if request.method == .post {
+                guard let commit = documentCommit(target, query: query, body: buffer.getSlice(at: buffer.readerIndex + request.body.lowerBound,
+                                                                                            length: request.body.count)) else { break }
+                buffer.moveReaderIndex(forwardBy: request.length)
+                unread = buffer
+                awaitDurable(commit, gzipAccepted: request.acceptsGzip, path: target, started: started, context: context)
+            } else if let stream = documentListen(target, query: query, request) {
                 buffer.moveReaderIndex(forwardBy: request.length)
                 // An idle stream keeps no read buffer.
                 unread = buffer.readableBytes > 0 ? buffer : nil
@@ -201,10 +208,18 @@ final class BareGetFastPath: ChannelDuplexHandler, RemovableChannelHandler {
 
     // MARK: Documents
 
+    /// The parsed target, from the last one when it repeats (clients repeat theirs).
+    private func documentPath(_ target: String) -> DocumentRequestPath? {
+        if let lastDocument, lastDocument.raw == target { return lastDocument.parsed }
+        guard let parsed = try? DocumentRequestPath.parse(target) else { return nil }
+        lastDocument = (target, parsed)
+        return parsed
+    }
+
     /// A bare listen of one document, served here as a stream; nil when the full path must.
-    private func documentListen(_ target: String, query: String?, _ request: SimpleGetRequest) -> DocumentListenStream? {
+    private func documentListen(_ target: String, query: String?, _ request: SimpleRequest) -> DocumentListenStream? {
         guard query == nil, !request.resumes, target.hasSuffix(":listen"), backend.documents.isLoaded,
-              let parsed = try? DocumentRequestPath.parse(target), parsed.verb == "listen", parsed.path.isDocument else { return nil }
+              let parsed = documentPath(target), parsed.verb == "listen", parsed.path.isDocument else { return nil }
         return DocumentListenStream(database: backend.documents.database(parsed.database), path: parsed.path, options: documents.listenOptions,
                                     ticker: documents.ticker, frames: documents.frames, resumeAfter: nil, resuming: false)
     }
@@ -233,24 +248,56 @@ final class BareGetFastPath: ChannelDuplexHandler, RemovableChannelHandler {
     }
 
     /// A document's cached encoding (or the 404 error body), nil when the full path must answer.
-    private func documentAnswer(_ target: String, query: String?, _ request: SimpleGetRequest) -> Answer? {
+    private func documentAnswer(_ target: String, query: String?, _ request: SimpleRequest) -> Answer? {
         // While the start's load runs, the full path waits for it (off the event loop).
         guard query == nil, !request.acceptsEventStream, target.hasPrefix("/v1/"), backend.documents.isLoaded else { return nil }
-        let document: DocumentRequestPath
-        if let lastDocument, lastDocument.raw == target {
-            document = lastDocument.parsed
-        } else {
-            guard let parsed = try? DocumentRequestPath.parse(target) else { return nil }
-            document = parsed
-            lastDocument = (target, parsed)
-        }
-        guard document.verb == nil, document.path.isDocument else { return nil }
+        guard let document = documentPath(target), document.verb == nil, document.path.isDocument else { return nil }
         guard let bytes = backend.documents.database(document.database).encodedDocument(document.path) else {
             let error = DocumentRoutes.notFound(document.database, document.path)
             return Answer(status: .notFound, body: JSONWriter.bytes(JSON.errorBody(error)), surface: .documents)
         }
         if request.acceptsGzip, bytes.count >= FiregateResponder.gzipThreshold { return nil }
         return Answer(status: .ok, body: bytes, surface: .documents)
+    }
+
+    /// A `:commit` without a transaction whose writes apply: applied now, in commit order;
+    /// nil when the full path must answer (any other request, or one it refuses, which it
+    /// then refuses with its own error; a refused commit changed nothing).
+    private func documentCommit(_ target: String, query: String?, body: ByteBuffer?) -> DocumentDatabase.PendingCommit? {
+        guard query == nil, target.hasSuffix(":commit"), backend.documents.isLoaded, let body,
+              let parsed = documentPath(target), parsed.verb == "commit", parsed.path.isEmpty,
+              let json = try? JSONParser.parse(Array(body.readableBytesView)), case .object = json else { return nil }
+        if let transaction = json.member("transaction"), transaction != .null { return nil }
+        let database = backend.documents.database(parsed.database)
+        guard let writes = try? DocumentRoutes.parseWrites(json, database) else { return nil }
+        return try? database.beginCommit(writes)
+    }
+
+    /// Input waits while the commit becomes durable; then its answer goes out, as the full
+    /// path's would.
+    private func awaitDurable(_ commit: DocumentDatabase.PendingCommit, gzipAccepted: Bool, path: String,
+                              started: ContinuousClock.Instant, context: ChannelHandlerContext) {
+        answering = true
+        let loop = context.eventLoop
+        let bound = NIOLoopBound((self, context), eventLoop: loop)
+        // The callback runs on the storage's writer thread, which every commit waits for:
+        // the answer is encoded on the loop.
+        commit.whenDurable { outcome in
+            loop.execute {
+                var answer: Answer
+                switch outcome {
+                case .success(let result):
+                    answer = Answer(status: .ok, body: JSONWriter.bytes(result.json), surface: .documents, method: "POST")
+                case .failure(let error):
+                    answer = Answer(status: HTTPResponse.Status(code: error.httpStatus), body: JSONWriter.bytes(JSON.errorBody(error)),
+                                    surface: .documents, method: "POST")
+                }
+                let gzipped = gzipAccepted && answer.body.count >= FiregateResponder.gzipThreshold
+                if gzipped { answer.body = Gzip.compress(answer.body) }
+                let (handler, context) = bound.value
+                handler.finishAnswering(answer, gzipped: gzipped, path: path, started: started, context: context)
+            }
+        }
     }
 
     // MARK: Tree
@@ -340,9 +387,9 @@ final class BareGetFastPath: ChannelDuplexHandler, RemovableChannelHandler {
         context.write(wrapOutboundOut(out), promise: nil)
         needsFlush = true
         let duration = ContinuousClock.now - started
-        metrics.requestFinished(surface: answer.surface, method: "GET", status: answer.status.code, duration: duration)
+        metrics.requestFinished(surface: answer.surface, method: answer.method, status: answer.status.code, duration: duration)
         if logger.logLevel <= .info {
-            FiregateResponder.logRequest(logger, method: "GET", path: path, status: answer.status.code, duration: duration, surface: answer.surface)
+            FiregateResponder.logRequest(logger, method: answer.method, path: path, status: answer.status.code, duration: duration, surface: answer.surface)
         }
     }
 

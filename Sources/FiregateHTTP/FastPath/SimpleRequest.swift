@@ -2,19 +2,26 @@ import Foundation
 import NIOCore
 
 /// A request the fast path may answer, read straight from the connection's bytes: exactly
-/// `GET <target> HTTP/1.1`, a target of visible ASCII, and no header that changes framing, the
-/// connection, the method or the kind of answer (`Content-Length`, `Transfer-Encoding`,
-/// `Upgrade`, `Expect`, `X-HTTP-Method-Override`, `If-Match`, `If-None-Match`,
-/// `X-Firebase-ETag`, a `Connection` other than `keep-alive`). Anything else is for the full
-/// HTTP/1.1 parser, so the check errs on the side of refusing. An `Accept` naming event
-/// streams and a `Last-Event-ID` are noted, for the answer to decide.
-struct SimpleGetRequest {
+/// `GET <target> HTTP/1.1` (or `POST` with a `Content-Length` body of at most 64 KiB, all of
+/// it arrived), a target of visible ASCII, and no header that changes framing, the connection,
+/// the method or the kind of answer (`Transfer-Encoding`, a `Content-Length` on a GET, `Upgrade`,
+/// `Expect`, `X-HTTP-Method-Override`, `If-Match`, `If-None-Match`, `X-Firebase-ETag`, a
+/// `Connection` other than `keep-alive`). Anything else is for the full HTTP/1.1 parser, so
+/// the check errs on the side of refusing. An `Accept` naming event streams and a
+/// `Last-Event-ID` are noted, for the answer to decide.
+struct SimpleRequest {
+    enum Method { case get, post }
+
+    let method: Method
     /// Where the target's path lies in the buffer, relative to its reader index.
     let path: Range<Int>
     /// Where the query lies (after the `?`), when there is one.
     let query: Range<Int>?
-    /// The whole head, terminating blank line included.
+    /// The whole request: head, terminating blank line and body.
     let length: Int
+    /// Where a POST's body lies (empty for a GET).
+    var body: Range<Int> { (length - bodyLength)..<length }
+    var bodyLength = 0
     let acceptsGzip: Bool
     /// `Accept` names `text/event-stream`: only a stream answers it here.
     var acceptsEventStream = false
@@ -22,7 +29,7 @@ struct SimpleGetRequest {
     var resumes = false
 
     enum Parse {
-        case simple(SimpleGetRequest)
+        case simple(SimpleRequest)
         /// The head has not fully arrived yet (and is still short enough to wait for).
         case incomplete
         case notSimple
@@ -30,19 +37,24 @@ struct SimpleGetRequest {
 
     /// Longest head the fast path waits for.
     static let maxHeadLength = 8 * 1024
+    /// Longest POST body the fast path waits for.
+    static let maxBodyLength = 64 * 1024
 
     static func parse(_ buffer: ByteBuffer) -> Parse {
         buffer.withUnsafeReadableBytes { bytes in parse(bytes) }
     }
 
     static func parse(_ bytes: UnsafeRawBufferPointer) -> Parse {
-        let prefix: StaticString = "GET /"
         let count = bytes.count
+        guard count > 0 else { return .incomplete }
+        let method: Method = bytes[0] == UInt8(ascii: "P") ? .post : .get
+        let prefix: StaticString = method == .get ? "GET /" : "POST /"
         let prefixLength = prefix.utf8CodeUnitCount
         for i in 0..<min(prefixLength, count) where bytes[i] != prefix.utf8Start[i] { return .notSimple }
         guard count > prefixLength else { return .incomplete }
         // The target runs from the "/" to the next space.
-        var i = 4
+        let targetStart = prefixLength - 1
+        var i = targetStart
         var questionMark: Int?
         while i < count, bytes[i] != UInt8(ascii: " ") {
             let byte = bytes[i]
@@ -50,7 +62,7 @@ struct SimpleGetRequest {
             if byte == UInt8(ascii: "?"), questionMark == nil { questionMark = i }
             i += 1
         }
-        let path = 4..<(questionMark ?? i)
+        let path = targetStart..<(questionMark ?? i)
         let query = questionMark.map { ($0 + 1)..<i }
         let version: StaticString = " HTTP/1.1\r\n"
         for j in 0..<version.utf8CodeUnitCount {
@@ -59,6 +71,7 @@ struct SimpleGetRequest {
         }
         i += version.utf8CodeUnitCount
         var acceptsGzip = false, acceptsEventStream = false, resumes = false
+        var contentLength: Int?
         // Header lines, up to the blank line.
         while true {
             let end: Int
@@ -68,8 +81,11 @@ struct SimpleGetRequest {
             case .invalid: return .notSimple
             }
             if end == i {
-                return .simple(SimpleGetRequest(path: path, query: query, length: end + 2, acceptsGzip: acceptsGzip,
-                                                acceptsEventStream: acceptsEventStream, resumes: resumes))
+                let bodyLength = contentLength ?? 0
+                guard (method == .post) == (contentLength != nil) else { return .notSimple }
+                guard count >= end + 2 + bodyLength else { return .incomplete }
+                return .simple(SimpleRequest(method: method, path: path, query: query, length: end + 2 + bodyLength, bodyLength: bodyLength,
+                                             acceptsGzip: acceptsGzip, acceptsEventStream: acceptsEventStream, resumes: resumes))
             }
             let first = bytes[i]
             guard first != UInt8(ascii: " "), first != UInt8(ascii: "\t") else { return .notSimple }  // obsolete line folding
@@ -85,6 +101,9 @@ struct SimpleGetRequest {
             case .connection: guard value(bytes, colon + 1..<end).lowercased() == "keep-alive" else { return .notSimple }
             case .accept: acceptsEventStream = acceptsEventStream || value(bytes, colon + 1..<end).lowercased().contains("event-stream")
             case .lastEventID: resumes = true
+            case .contentLength:
+                guard contentLength == nil, let length = decimal(bytes, colon + 1..<end), length <= maxBodyLength else { return .notSimple }
+                contentLength = length
             case .other: break
             }
             i = end + 2
@@ -110,9 +129,9 @@ struct SimpleGetRequest {
         return .incomplete
     }
 
-    private enum HeaderKind { case refused, acceptEncoding, connection, accept, lastEventID, other }
+    private enum HeaderKind { case refused, acceptEncoding, connection, accept, lastEventID, contentLength, other }
 
-    private static let refusedNames = ["content-length", "transfer-encoding", "upgrade", "expect", "x-http-method-override",
+    private static let refusedNames = ["transfer-encoding", "upgrade", "expect", "x-http-method-override",
                                        "if-match", "if-none-match", "x-firebase-etag"]
 
     private static func headerName(_ bytes: UnsafeRawBufferPointer, _ range: Range<Int>) -> HeaderKind {
@@ -125,7 +144,24 @@ struct SimpleGetRequest {
         if equals("connection") { return .connection }
         if equals("accept") { return .accept }
         if equals("last-event-id") { return .lastEventID }
+        if equals("content-length") { return .contentLength }
         return equals("accept-encoding") ? .acceptEncoding : .other
+    }
+
+    /// A header value of 1 to 6 decimal digits between optional blanks.
+    private static func decimal(_ bytes: UnsafeRawBufferPointer, _ range: Range<Int>) -> Int? {
+        var result = 0, digits = 0, trailing = false
+        for i in range {
+            let byte = bytes[i]
+            if byte == UInt8(ascii: " ") || byte == UInt8(ascii: "\t") {
+                if digits > 0 { trailing = true }
+                continue
+            }
+            guard !trailing, byte >= UInt8(ascii: "0"), byte <= UInt8(ascii: "9"), digits < 6 else { return nil }
+            result = result * 10 + Int(byte - UInt8(ascii: "0"))
+            digits += 1
+        }
+        return digits > 0 ? result : nil
     }
 
     /// A header's value without surrounding blanks.
