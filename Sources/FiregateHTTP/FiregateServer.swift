@@ -75,15 +75,15 @@ public enum FiregateServer {
     /// The `Server` header.
     static let serverName = "firegate"
 
-    /// HTTP/1.1 with bare document and tree GETs (and bare document listens) answered from the connection's bytes, a JSON
-    /// answer to unparsable requests, and connections that end once the server has closed its
-    /// side (see `BareGetFastPath`, `UnparsableRequestAnswer`, `LingeringClose`).
+    /// HTTP/1.1 with bare GETs, listens and commits answered from the connection's bytes, a
+    /// JSON answer to unparsable requests, and connections that end once the server has closed its
+    /// side (see `ConnectionFastPath`, `UnparsableRequestAnswer`, `LingeringClose`).
     static func http1(_ responder: FiregateResponder) -> HTTPServerBuilder {
         let documents = responder.documents, metrics = responder.metrics, logger = responder.logger
         let configuration = HTTP1Channel.Configuration(additionalChannelHandlers: [LingeringClose(), UnparsableRequestAnswer()])
         return HTTPServerBuilder { handler in
             FastPathHTTP1Channel(base: HTTP1Channel(responder: handler, configuration: configuration)) { fullPath in
-                BareGetFastPath(documents: documents, metrics: metrics, logger: logger, fullPath: fullPath)
+                ConnectionFastPath(documents: documents, metrics: metrics, logger: logger, fullPath: fullPath)
             }
         }
     }

@@ -6,7 +6,7 @@ import XCTest
 
 @testable import FiregateHTTP
 
-/// `:commit` answered from the connection's bytes (`BareGetFastPath.documentCommit`): what the
+/// `:commit` answered from the connection's bytes (`ConnectionFastPath.documentCommit`): what the
 /// request check takes, and over a real socket the answers, their order and the refusals are
 /// those of the full path.
 final class CommitFastPathTests: XCTestCase {

@@ -2,7 +2,7 @@ import FiregateBackend
 import FiregateModel
 import NIOCore
 
-/// A document `:listen` stream served on its connection's event loop (see `BareGetFastPath`):
+/// A document `:listen` stream served on its connection's event loop (see `ConnectionFastPath`):
 /// the feed wakes it, it polls its subscription and writes each frame as a chunk. No task and
 /// no body writer stay behind an idle stream, only its channel (DESIGN §3's idle-stream memory),
 /// and a commit reaches the socket without a task switch. The frames are `DocumentListenStream`'s,

@@ -4,7 +4,7 @@ import Logging
 import NIOCore
 import Synchronization
 
-/// Hummingbird's HTTP/1.1 child channel with `BareGetFastPath` in front of its parser
+/// Hummingbird's HTTP/1.1 child channel with `ConnectionFastPath` in front of its parser
 /// (behind TLS when the server speaks HTTPS, since TLS wraps this channel's setup).
 ///
 /// The connection's task starts Hummingbird's request loop only when the fast path first hands
@@ -19,7 +19,7 @@ struct FastPathHTTP1Channel: ServerChildChannel {
     }
 
     let base: HTTP1Channel
-    let makeFastPath: @Sendable (FullPathStart) -> BareGetFastPath
+    let makeFastPath: @Sendable (FullPathStart) -> ConnectionFastPath
 
     /// The first read of a connection is small (a request head): a smaller first buffer than
     /// NIO's 2 KiB, which every connection keeps for its next read; it grows as reads fill it.

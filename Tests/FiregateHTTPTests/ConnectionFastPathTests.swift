@@ -4,10 +4,10 @@ import XCTest
 
 @testable import FiregateHTTP
 
-/// Bare document and tree GETs answered from the connection's bytes (`BareGetFastPath`): what
+/// Bare document and tree GETs answered from the connection's bytes (`ConnectionFastPath`): what
 /// the request check takes, and over a real socket that answers, order and metrics are those
 /// of the full path.
-final class BareGetFastPathTests: XCTestCase {
+final class ConnectionFastPathTests: XCTestCase {
     func parse(_ text: String) -> SimpleRequest.Parse { SimpleRequest.parse(ByteBuffer(string: text)) }
 
     func isSimple(_ text: String) -> Bool {

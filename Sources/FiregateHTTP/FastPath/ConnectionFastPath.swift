@@ -5,22 +5,25 @@ import Logging
 import NIOCore
 import NIOHTTP1
 
-/// Answers bare GETs of a document (`/v1/…/documents/{path}`, no query) or of a tree location
-/// (`/{path}.json`, no query but `ns=`) straight from the connection's bytes (see
-/// `SimpleRequest`), from the cached encodings: no HTTP/1.1 parser, no task, no router, no
-/// header fields to build — the per-request work of a static file server (DESIGN §3's GET
-/// targets). The answer is the one the full path gives: status, headers, body, metrics and
-/// the `info` log line. A missing document is answered here too, with the full path's 404; a
-/// tree location not in the cache is read from its namespace while later input waits.
+/// The requests that make up most of a server's traffic, answered straight from the
+/// connection's bytes (see `SimpleRequest`): no HTTP/1.1 parser, no task, no router, no header
+/// fields to build — the per-request work of a static file server (DESIGN §3's targets).
+/// - Bare GETs of a document (`/v1/…/documents/{path}`, no query) or of a tree location
+///   (`/{path}.json`, no query but `ns=`), from the cached encodings. A missing document gets
+///   the full path's 404; a tree location not in the cache is read from its namespace while
+///   later input waits.
+/// - A bare document `:listen` (no query, no `Last-Event-ID`): an `EventLoopListenStream`;
+///   what the client sends meanwhile waits until the stream ends.
+/// - A `:commit` without a transaction whose writes apply: later input waits until it is
+///   durable. One the database refuses goes the full way, which refuses it with its error.
+/// The answer is the one the full path gives: status, headers, body, metrics and the `info`
+/// log line.
 ///
-/// A bare document `:listen` (no query, no `Last-Event-ID`) becomes an `EventLoopListenStream`
-/// served here; what the client sends meanwhile waits until the stream ends.
-///
-/// It sits in front of the HTTP/1.1 decoder. The first request on a connection that is not
-/// such a GET (another route or parameter, a document body to gzip, a header it does not take) hands
+/// It sits in front of the HTTP/1.1 decoder. The first request on a connection it does not
+/// take (another route or parameter, a document body to gzip, a header it does not take) hands
 /// that request and everything after it to the full path for the rest of the connection:
 /// request order is kept because nothing is answered here after that.
-final class BareGetFastPath: ChannelDuplexHandler, RemovableChannelHandler {
+final class ConnectionFastPath: ChannelDuplexHandler, RemovableChannelHandler {
     typealias InboundIn = ByteBuffer
     typealias InboundOut = ByteBuffer
     typealias OutboundIn = ByteBuffer
@@ -369,7 +372,7 @@ final class BareGetFastPath: ChannelDuplexHandler, RemovableChannelHandler {
     private func respond(_ answer: Answer, path: String, started: ContinuousClock.Instant, gzipped: Bool = false, context: ChannelHandlerContext) {
         var out = context.channel.allocator.buffer(capacity: answer.body.count + 240)
         out.writeStaticString("HTTP/1.1 ")
-        out.writeString("\(answer.status.code) \(BareGetFastPath.reasonPhrase(answer.status))")
+        out.writeString("\(answer.status.code) \(ConnectionFastPath.reasonPhrase(answer.status))")
         out.writeStaticString("\r\nContent-Type: application/json; charset=utf-8\r\n")
         if answer.surface == .tree {
             out.writeStaticString("Access-Control-Allow-Origin: *\r\n")
