@@ -97,11 +97,7 @@ final class EventLoopListenStream {
     /// (unless the connection is gone). The subscription and keep-alives stop.
     func end(context: ChannelHandlerContext, error: FiregateError? = nil) {
         guard !ended else { return }
-        ended = true
-        onEnd = nil
-        stream.ticker.unregister(subscription)
-        subscription.cancel()
-        metrics.streamClosed(.documents)
+        abandon()
         guard context.channel.isActive else { return }
         if let error { writeChunk(ServerSentEvents.frame(event: "error", json: JSON.errorBody(error)), context: context) }
         context.writeAndFlush(NIOAny(ByteBuffer(staticString: "0\r\n\r\n")), promise: nil)
