@@ -4,13 +4,13 @@ import FiregateModel
 import HummingbirdTesting
 import XCTest
 
-/// A bare document `:listen` is served on its connection's event loop (`EventLoopListenStream`):
-/// the same frames as the full path, chunked; it ends on a reset, a half-close, a hang-up or a
+/// A bare document `:listen` or tree stream is served on its connection's event loop
+/// (`EventLoopStream`): the same frames as the full path, chunked; it ends on a reset, a half-close, a hang-up or a
 /// shutdown, and a reader that stops reading is reset, not queued for.
 final class EventLoopListenTests: XCTestCase {
-    private static func streamGauge(_ client: any TestClientProtocol) async throws -> String {
+    private static func streamGauge(_ client: any TestClientProtocol, surface: String = "documents") async throws -> String {
         let text = try await client.send(.get, "/metrics").text
-        return text.components(separatedBy: "\n").first { $0.hasPrefix(#"firegate_sse_streams{surface="documents"}"#) } ?? ""
+        return text.components(separatedBy: "\n").first { $0.hasPrefix(#"firegate_sse_streams{surface="\#(surface)"}"#) } ?? ""
     }
 
     func testFramesMatchTheFullPathAndTheStreamEndsWhenTheClientHalfCloses() async throws {
@@ -104,6 +104,63 @@ final class EventLoopListenTests: XCTestCase {
             XCTAssertLessThan(events.count, commits + 1, "every commit was queued for the slow reader")
             stream.disconnect()
             await waitUntil("the stream to end") { db.feed.subscriberCount == 0 }
+        }
+    }
+
+    func testABareTreeStreamFollowsWritesAndItsCancelReturnsTheConnection() async throws {
+        try await withServer(setup: .live) { client, backend in
+            let port = try XCTUnwrap(client.port)
+            let tree = backend.tree
+            _ = try await tree.write(namespace: "loop", TreeWriteRequest(path: try TreePath(validating: "room/a"), operation: .set(.node(TreeNode(leaf: .int(1))))))
+            let stream = try RawHTTPStream(port: port, path: "/room.json?ns=loop", headers: ["Accept: text/event-stream"])
+            let first = await stream.read { $0.body.text.contains("\n\n") }
+            XCTAssertTrue(first, stream.rawText)
+            let head = try XCTUnwrap(stream.head)
+            for field in ["Content-Type: text/event-stream; charset=utf-8", "Cache-Control: no-cache", "X-Accel-Buffering: no",
+                          "Access-Control-Allow-Origin: *", "transfer-encoding: chunked"] {
+                XCTAssertTrue(head.contains("\r\n\(field)"), "\(field) missing: \(head)")
+            }
+            let open = try await EventLoopListenTests.streamGauge(client, surface: "tree")
+            XCTAssertTrue(open.hasSuffix(" 1.0") || open.hasSuffix(" 1"), open)
+            _ = try await tree.write(namespace: "loop", TreeWriteRequest(path: try TreePath(validating: "room/b"), operation: .set(.node(TreeNode(leaf: .int(2))))))
+            // A request pipelined behind the stream is answered once the stream ends.
+            try stream.send("GET /room/b.json?ns=loop HTTP/1.1\r\nHost: x\r\n\r\n")
+            await tree.cancelStreams(namespace: "loop", reason: "Permission denied")
+            let ended = await stream.read { $0.body.ended && $0.rawText.hasSuffix("\r\n\r\n2") }
+            XCTAssertTrue(ended, stream.rawText)
+            XCTAssertEqual(stream.body.text, """
+                event: put
+                data: {"path":"/","data":{"a":1}}
+
+                event: put
+                data: {"path":"/b","data":2}
+
+                event: cancel
+                data: "Permission denied"
+
+
+                """)
+            for _ in 0..<500 where await tree.streamCounts().streams != 0 { try await Task.sleep(for: .milliseconds(10)) }
+            let left = await tree.streamCounts().streams
+            XCTAssertEqual(left, 0, "the namespace dropped the stream")
+            let closed = try await EventLoopListenTests.streamGauge(client, surface: "tree")
+            XCTAssertTrue(closed.hasSuffix(" 0.0") || closed.hasSuffix(" 0"), closed)
+        }
+    }
+
+    func testATreeStreamEndsWhenItsClientHalfCloses() async throws {
+        try await withServer(setup: .live) { client, backend in
+            let stream = try RawHTTPStream(port: try XCTUnwrap(client.port), path: "/room.json?ns=half", headers: ["Accept: text/event-stream"])
+            let first = await stream.read { $0.body.text.contains("\n\n") }
+            XCTAssertTrue(first, stream.rawText)
+            let open = await backend.tree.streamCounts().streams
+            XCTAssertEqual(open, 1)
+            stream.halfClose()
+            let ended = await stream.read { $0.body.ended }
+            XCTAssertTrue(ended, "a half-closed stream gets its last chunk")
+            for _ in 0..<500 where await backend.tree.streamCounts().streams != 0 { try await Task.sleep(for: .milliseconds(10)) }
+            let left = await backend.tree.streamCounts().streams
+            XCTAssertEqual(left, 0, "the namespace dropped the stream")
         }
     }
 }

@@ -14,6 +14,14 @@ public final class TreeStreamSubscription: Sendable {
         var waiter: CheckedContinuation<TreeStreamFrame?, Never>?
         var finished = false
         var resyncs = 0
+        /// A polling reader's wake-up, armed when its last poll found nothing.
+        var waker: (@Sendable () -> Void)?
+
+        /// The armed wake-up, disarmed: called once there is something to read.
+        mutating func takeWaker() -> (@Sendable () -> Void)? {
+            defer { waker = nil }
+            return waker
+        }
     }
 
     public let namespace: String
@@ -42,6 +50,7 @@ public final class TreeStreamSubscription: Sendable {
             return true
         }
         var accepted = true
+        var wake: (@Sendable () -> Void)?
         let waiter = state.withLock { state -> CheckedContinuation<TreeStreamFrame?, Never>? in
             if state.finished { return nil }
             if let waiter = state.waiter {
@@ -54,14 +63,17 @@ public final class TreeStreamSubscription: Sendable {
             }
             state.frames.append(frame)
             state.bytes += frame.bytes.count
+            wake = state.takeWaker()
             return nil
         }
         waiter?.resume(returning: frame)
+        wake?()
         return accepted
     }
 
     /// Drops everything queued and queues `snapshot` (a full `put` at `/`) in its place.
     func resync(with snapshot: TreeStreamFrame) {
+        var wake: (@Sendable () -> Void)?
         let waiter = state.withLock { state -> CheckedContinuation<TreeStreamFrame?, Never>? in
             if state.finished { return nil }
             state.resyncs += 1
@@ -71,16 +83,20 @@ public final class TreeStreamSubscription: Sendable {
             }
             state.frames = [snapshot]
             state.bytes = snapshot.bytes.count
+            wake = state.takeWaker()
             return nil
         }
         waiter?.resume(returning: snapshot)
+        wake?()
     }
 
     /// Ends the stream after what is queued, plus `last` (a `cancel`) if given.
     public func finish(after last: TreeStreamFrame? = nil) {
+        var wake: (@Sendable () -> Void)?
         let waiter = state.withLock { state -> CheckedContinuation<TreeStreamFrame?, Never>? in
             if state.finished { return nil }
             state.finished = true
+            wake = state.takeWaker()
             if let waiter = state.waiter {
                 state.waiter = nil
                 return waiter
@@ -92,6 +108,24 @@ public final class TreeStreamSubscription: Sendable {
             return nil
         }
         waiter?.resume(returning: last)
+        wake?()
+    }
+
+    /// For a reader that is not a task (a stream served on its connection's event loop): the
+    /// queued frames, or none after arming `wake` (called once, from the writing thread, when a
+    /// frame comes or the stream ends); `finished` once it ended and nothing is left.
+    public func poll(orWake wake: @escaping @Sendable () -> Void) -> (frames: [TreeStreamFrame], finished: Bool) {
+        state.withLock { state in
+            if !state.frames.isEmpty {
+                let frames = Array(state.frames)
+                state.frames.removeAll()
+                state.bytes = 0
+                return (frames, false)
+            }
+            if state.finished { return ([], true) }
+            state.waker = wake
+            return ([], false)
+        }
     }
 
     /// The next frame to send, waiting for one; nil once the stream has ended.

@@ -163,7 +163,7 @@ struct QueryListenStream: Sendable {
 
 /// A single-document listener: `{"readTime","exists","document"}` per change of that document.
 /// The frames and position of one stream, whether a task writes it (`run`) or its connection's
-/// event loop does (`EventLoopListenStream`).
+/// event loop does (`DocumentListenSource`).
 struct DocumentListenStream: Sendable {
     let database: DocumentDatabase
     let path: ResourcePath

@@ -12,8 +12,9 @@ import NIOHTTP1
 ///   (`/{path}.json`, no query but `ns=`), from the cached encodings. A missing document gets
 ///   the full path's 404; a tree location not in the cache is read from its namespace while
 ///   later input waits.
-/// - A bare document `:listen` (no query, no `Last-Event-ID`): an `EventLoopListenStream`;
-///   what the client sends meanwhile waits until the stream ends.
+/// - A bare document `:listen` (no query, no `Last-Event-ID`) and a bare tree event stream
+///   (`Accept: text/event-stream`, no query but `ns=`): an `EventLoopStream`; what the client
+///   sends meanwhile waits until the stream ends.
 /// - A `:commit` without a transaction whose writes apply: later input waits until it is
 ///   durable. One the database refuses goes the full way, which refuses it with its error.
 /// The answer is the one the full path gives: status, headers, body, metrics and the `info`
@@ -57,7 +58,7 @@ final class ConnectionFastPath: ChannelDuplexHandler, RemovableChannelHandler {
     private var lastTree: (raw: String, query: String?, namespace: String, path: TreePath)?
     private var date = (second: -1, text: "")
     /// The stream this connection serves, while it lasts.
-    private var listening: EventLoopListenStream?
+    private var listening: EventLoopStream?
 
     init(documents: DocumentRoutes, metrics: ServerMetrics, logger: Logger, fullPath: FullPathStart) {
         self.fullPath = fullPath
@@ -108,7 +109,11 @@ final class ConnectionFastPath: ChannelDuplexHandler, RemovableChannelHandler {
                 buffer.moveReaderIndex(forwardBy: request.length)
                 // An idle stream keeps no read buffer.
                 unread = buffer.readableBytes > 0 ? buffer : nil
-                listen(stream, path: target, started: started, context: context)
+                listen(DocumentListenSource(stream), path: target, started: started, context: context)
+                return
+            } else if request.acceptsEventStream, let location = treeLocation(target, query: query) {
+                // The request stays at the front of the input until the subscription exists.
+                subscribeTree(location, length: request.length, path: target, started: started, context: context)
                 return
             } else if let answer = documentAnswer(target, query: query, request) {
                 buffer.moveReaderIndex(forwardBy: request.length)
@@ -177,7 +182,7 @@ final class ConnectionFastPath: ChannelDuplexHandler, RemovableChannelHandler {
                 return
             }
             if event is ChannelShouldQuiesceEvent {
-                listening.end(context: context, error: FiregateError(.unavailable, "The server is shutting down."))
+                listening.shutDown(context: context)
                 context.close(promise: nil)
                 return
             }
@@ -227,8 +232,8 @@ final class ConnectionFastPath: ChannelDuplexHandler, RemovableChannelHandler {
                                     ticker: documents.ticker, frames: documents.frames, resumeAfter: nil, resuming: false)
     }
 
-    private func listen(_ stream: DocumentListenStream, path: String, started: ContinuousClock.Instant, context: ChannelHandlerContext) {
-        let listening = EventLoopListenStream(stream, metrics: metrics)
+    private func listen(_ source: any EventLoopStreamSource, path: String, started: ContinuousClock.Instant, context: ChannelHandlerContext) {
+        let listening = EventLoopStream(source, metrics: metrics)
         self.listening = listening
         let bound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
         listening.onEnd = {
@@ -237,9 +242,9 @@ final class ConnectionFastPath: ChannelDuplexHandler, RemovableChannelHandler {
         }
         listening.start(context: context)
         let duration = ContinuousClock.now - started
-        metrics.requestFinished(surface: .documents, method: "GET", status: 200, duration: duration)
+        metrics.requestFinished(surface: source.surface, method: "GET", status: 200, duration: duration)
         if logger.logLevel <= .info {
-            FiregateResponder.logRequest(logger, method: "GET", path: path, status: 200, duration: duration, surface: .documents)
+            FiregateResponder.logRequest(logger, method: "GET", path: path, status: 200, duration: duration, surface: source.surface)
         }
     }
 
@@ -319,6 +324,55 @@ final class ConnectionFastPath: ChannelDuplexHandler, RemovableChannelHandler {
         return (namespace, path)
     }
 
+    /// A bare tree stream: subscribed off the event loop while input waits, then served here.
+    /// If the namespace refuses, the request goes the full way, which answers the refusal.
+    private func subscribeTree(_ location: (namespace: String, path: TreePath), length: Int, path: String,
+                               started: ContinuousClock.Instant, context: ChannelHandlerContext) {
+        answering = true
+        let tree = backend.tree
+        let loop = context.eventLoop
+        let bound = NIOLoopBound((self, context), eventLoop: loop)
+        Task {
+            let subscription = try? await tree.subscribe(namespace: location.namespace,
+                                                         key: TreeStreamKey(path: location.path, query: nil, format: .plain))
+            loop.execute {
+                let (handler, context) = bound.value
+                handler.treeSubscribed(subscription, length: length, path: path, started: started, context: context)
+            }
+        }
+    }
+
+    private func treeSubscribed(_ subscription: TreeStreamSubscription?, length: Int, path: String,
+                                started: ContinuousClock.Instant, context: ChannelHandlerContext) {
+        answering = false
+        guard context.channel.isActive else {
+            if let subscription { TreeStreamSource(subscription, tree: backend.tree).stop() }
+            return
+        }
+        if let subscription, var buffer = unread {
+            buffer.moveReaderIndex(forwardBy: length)
+            unread = buffer.readableBytes > 0 ? buffer : nil
+            listen(TreeStreamSource(subscription, tree: backend.tree), path: path, started: started, context: context)
+        } else if handOverUnread(context: context) {
+            // The full path answers it (and everything after it) from here on.
+            context.fireChannelReadComplete()
+        }
+        if inputClosedPending {
+            inputClosedPending = false
+            if let listening {
+                listening.end(context: context)
+                context.close(promise: nil)
+            } else {
+                fullPath.begin()
+                context.fireUserInboundEventTriggered(ChannelEvent.inputClosed)
+            }
+        }
+        if readPaused {
+            readPaused = false
+            context.read()
+        }
+    }
+
     /// A location not in the cache: read it from its namespace, then answer and go on with the
     /// input that came meanwhile.
     private func readTree(_ location: (namespace: String, path: TreePath), gzipAccepted: Bool, path: String,
@@ -340,7 +394,7 @@ final class ConnectionFastPath: ChannelDuplexHandler, RemovableChannelHandler {
             // Compressed here, not on the event loop.
             let gzipped = gzipAccepted && answer.body.count >= FiregateResponder.gzipThreshold
             if gzipped { answer.body = Gzip.compress(answer.body) }
-            loop.execute {
+            loop.execute { [answer] in
                 let (handler, context) = bound.value
                 handler.finishAnswering(answer, gzipped: gzipped, path: path, started: started, context: context)
             }

@@ -9,14 +9,15 @@ import ServiceLifecycle
 /// come, each flushed at once, until the client goes away, the stream is cancelled, or the
 /// server shuts down (which must not wait for streams that never end on their own).
 enum TreeEventStreamResponse {
+    static let headers: HTTPFields = [
+        .contentType: "text/event-stream; charset=utf-8",
+        .cacheControl: "no-cache",
+        HTTPField.Name("X-Accel-Buffering")!: "no",
+        TreeResponses.allowOrigin: "*",
+    ]
+
     static func make(_ subscription: TreeStreamSubscription, tree: TreeBackend, request: Request) -> Response {
-        let headers: HTTPFields = [
-            .contentType: "text/event-stream; charset=utf-8",
-            .cacheControl: "no-cache",
-            HTTPField.Name("X-Accel-Buffering")!: "no",
-            TreeResponses.allowOrigin: "*",
-        ]
-        return Response(status: .ok, headers: headers, body: ResponseBody { writer in
+        Response(status: .ok, headers: headers, body: ResponseBody { writer in
             // Ends at once when the client hangs up, not at the next event for it.
             await InboundClose.cancelling(request) {
                 do {

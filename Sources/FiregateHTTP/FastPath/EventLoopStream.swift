@@ -1,0 +1,144 @@
+import FiregateBackend
+import FiregateModel
+import HTTPTypes
+import NIOCore
+
+/// Where an `EventLoopStream`'s frames come from: a document listen's feed subscription or a
+/// tree stream's subscription.
+protocol EventLoopStreamSource: AnyObject {
+    var surface: Surface { get }
+    /// The head's header fields (content type and the rest of the full path's).
+    var headers: HTTPFields { get }
+    /// Frames ready now, or none after arming `wake` (called once, from any thread, when more
+    /// come); `.ended` once the source is done, with the reason to send first if any.
+    func poll(wake: @escaping @Sendable () -> Void) -> EventLoopStreamPoll
+    /// Ends the source as the server shuts down: what it sends last.
+    func shutDown() -> [ByteBuffer]
+    /// Stops the source: no more frames, subscriptions released.
+    func stop()
+}
+
+enum EventLoopStreamPoll {
+    case frames([ByteBuffer])
+    case waiting
+    case ended(last: ByteBuffer?)
+}
+
+/// An event stream served on its connection's event loop (see `ConnectionFastPath`): the
+/// source wakes it, it polls the source and writes each frame as a chunk. No task and no body
+/// writer stay behind an idle stream, only its channel (DESIGN §3's idle-stream memory), and
+/// an event reaches the socket without a task switch. The frames are the full path's.
+///
+/// Confined to the event loop. It ends with its source (a reset's `event: error`, a tree
+/// stream's `cancel`), when the client hangs up or half-closes, or when the server shuts down.
+final class EventLoopStream {
+    private let source: any EventLoopStreamSource
+    private let metrics: ServerMetrics
+    private(set) var ended = false
+    /// The channel refused more output: the next frames wait in the source (up to its bound,
+    /// then a reset or resync), and writing resumes when the channel drains.
+    private var waitingForWritability = false
+    /// Told when the stream ends on its own (its source ended), after its last chunk.
+    var onEnd: (() -> Void)?
+
+    init(_ source: any EventLoopStreamSource, metrics: ServerMetrics) {
+        self.source = source
+        self.metrics = metrics
+    }
+
+    /// The response head; then frames as the source has them.
+    func start(context: ChannelHandlerContext) {
+        metrics.streamOpened(source.surface)
+        var head = context.channel.allocator.buffer(capacity: 256)
+        head.writeStaticString("HTTP/1.1 200 OK\r\n")
+        for field in source.headers {
+            head.writeString("\(field.name.rawName): \(field.value)\r\n")
+        }
+        head.writeStaticString("Date: ")
+        head.writeString(HTTPDate.format(HTTPDate.currentSecond()))
+        head.writeStaticString("\r\nServer: ")
+        head.writeString(FiregateServer.serverName)
+        head.writeStaticString("\r\ntransfer-encoding: chunked\r\n\r\n")
+        context.write(NIOAny(head), promise: nil)
+        drain(context: context)
+        if !ended { context.flush() }
+    }
+
+    /// Writes what the source holds while the channel takes it; arms the wake-up when it holds
+    /// nothing.
+    func drain(context: ChannelHandlerContext) {
+        guard !ended else { return }
+        let bound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
+        let loop = context.eventLoop
+        var wrote = false
+        defer { if wrote && !ended { context.flush() } }
+        while !ended {
+            guard context.channel.isWritable else {
+                waitingForWritability = true
+                return
+            }
+            let poll = source.poll {
+                loop.execute {
+                    let (stream, context) = bound.value
+                    stream.drain(context: context)
+                }
+            }
+            switch poll {
+            case .frames(let frames):
+                for frame in frames { writeChunk(frame, context: context) }
+                wrote = wrote || !frames.isEmpty
+            case .waiting:
+                return
+            case .ended(let last):
+                let onEnd = self.onEnd
+                end(context: context, last: last)
+                onEnd?()
+            }
+        }
+    }
+
+    func writabilityChanged(context: ChannelHandlerContext) {
+        guard waitingForWritability, context.channel.isWritable else { return }
+        waitingForWritability = false
+        drain(context: context)
+    }
+
+    /// Ends the stream: `last` first when there is one, then the last chunk (unless the
+    /// connection is gone). The source stops.
+    func end(context: ChannelHandlerContext, last: ByteBuffer? = nil) {
+        guard !ended else { return }
+        abandon()
+        guard context.channel.isActive else { return }
+        if let last { writeChunk(last, context: context) }
+        context.writeAndFlush(NIOAny(ByteBuffer(staticString: "0\r\n\r\n")), promise: nil)
+    }
+
+    /// Ends the stream as the server shuts down: what the source sends last, then the last
+    /// chunk.
+    func shutDown(context: ChannelHandlerContext) {
+        guard !ended else { return }
+        let last = source.shutDown()
+        abandon()
+        guard context.channel.isActive else { return }
+        for frame in last { writeChunk(frame, context: context) }
+        context.writeAndFlush(NIOAny(ByteBuffer(staticString: "0\r\n\r\n")), promise: nil)
+    }
+
+    /// Ends the stream as the channel went away: nothing more is written.
+    func abandon() {
+        guard !ended else { return }
+        ended = true
+        onEnd = nil
+        source.stop()
+        metrics.streamClosed(source.surface)
+    }
+
+    private func writeChunk(_ frame: ByteBuffer, context: ChannelHandlerContext) {
+        var size = context.channel.allocator.buffer(capacity: 12)
+        size.writeString(String(frame.readableBytes, radix: 16))
+        size.writeStaticString("\r\n")
+        context.write(NIOAny(size), promise: nil)
+        context.write(NIOAny(frame), promise: nil)
+        context.write(NIOAny(ByteBuffer(staticString: "\r\n")), promise: nil)
+    }
+}
