@@ -328,16 +328,25 @@ final class ConnectionFastPath: ChannelDuplexHandler, RemovableChannelHandler {
     /// If the namespace refuses, the request goes the full way, which answers the refusal.
     private func subscribeTree(_ location: (namespace: String, path: TreePath), length: Int, path: String,
                                started: ContinuousClock.Instant, context: ChannelHandlerContext) {
-        answering = true
         let tree = backend.tree
+        whileInputWaits(context) {
+            try? await tree.subscribe(namespace: location.namespace, key: TreeStreamKey(path: location.path, query: nil, format: .plain))
+        } then: { handler, context, subscription in
+            handler.treeSubscribed(subscription, length: length, path: path, started: started, context: context)
+        }
+    }
+
+    /// Runs `work` off the event loop while input waits (reading paused), then `finish` on it.
+    private func whileInputWaits<Result: Sendable>(_ context: ChannelHandlerContext, _ work: @escaping @Sendable () async -> Result,
+                                                   then finish: @escaping (ConnectionFastPath, ChannelHandlerContext, Result) -> Void) {
+        answering = true
         let loop = context.eventLoop
-        let bound = NIOLoopBound((self, context), eventLoop: loop)
+        let bound = NIOLoopBound((self, context, finish), eventLoop: loop)
         Task {
-            let subscription = try? await tree.subscribe(namespace: location.namespace,
-                                                         key: TreeStreamKey(path: location.path, query: nil, format: .plain))
+            let result = await work()
             loop.execute {
-                let (handler, context) = bound.value
-                handler.treeSubscribed(subscription, length: length, path: path, started: started, context: context)
+                let (handler, context, finish) = bound.value
+                finish(handler, context, result)
             }
         }
     }
@@ -377,11 +386,8 @@ final class ConnectionFastPath: ChannelDuplexHandler, RemovableChannelHandler {
     /// input that came meanwhile.
     private func readTree(_ location: (namespace: String, path: TreePath), gzipAccepted: Bool, path: String,
                           started: ContinuousClock.Instant, context: ChannelHandlerContext) {
-        answering = true
         let tree = backend.tree
-        let loop = context.eventLoop
-        let bound = NIOLoopBound((self, context), eventLoop: loop)
-        Task {
+        whileInputWaits(context) { () -> (Answer, Bool) in
             var answer: Answer
             do {
                 let bytes = try await tree.readEncoded(namespace: location.namespace, path: location.path)
@@ -394,10 +400,9 @@ final class ConnectionFastPath: ChannelDuplexHandler, RemovableChannelHandler {
             // Compressed here, not on the event loop.
             let gzipped = gzipAccepted && answer.body.count >= FiregateResponder.gzipThreshold
             if gzipped { answer.body = Gzip.compress(answer.body) }
-            loop.execute { [answer] in
-                let (handler, context) = bound.value
-                handler.finishAnswering(answer, gzipped: gzipped, path: path, started: started, context: context)
-            }
+            return (answer, gzipped)
+        } then: { handler, context, answered in
+            handler.finishAnswering(answered.0, gzipped: answered.1, path: path, started: started, context: context)
         }
     }
 
