@@ -152,6 +152,14 @@ extension EdgeClient {
         for observer in inSyncObservers.values { observer.yield(.snapshotsInSync) }
     }
 
+    /// A tab of a shared persistence closed: its listeners end, the other tabs' stay.
+    func endListeners(ownedBy tab: String) {
+        for (listenerID, entry) in listeners where entry.options.owner == tab {
+            entry.output.finish()
+            removeListener(listenerID)
+        }
+    }
+
     func endListeners(with error: FiregateError?) {
         let entries = listeners.values
         listeners.removeAll()

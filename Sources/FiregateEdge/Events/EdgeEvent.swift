@@ -23,6 +23,8 @@ public struct ListenerOptions: Sendable {
     public var serverTimestamps = ServerTimestampBehavior.none
     /// A single-document listen renders `{"metadata","exists","document"}`.
     public var document: ResourcePath?
+    /// The tab that opened the listener, on a shared persistence: closing the tab ends it.
+    public var owner: String?
 
     public init() {}
 }

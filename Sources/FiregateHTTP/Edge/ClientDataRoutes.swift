@@ -9,6 +9,8 @@ import HTTPTypes
 struct ClientDataRoutes {
     let client: EdgeClient
     let documents: DocumentRoutes
+    /// The tab making the call, when the client is a tab of a shared persistence.
+    var tab: String?
 
     static let fromCacheHeader = HTTPField.Name("Firegate-From-Cache")!
     static let pendingHeader = HTTPField.Name("Firegate-Has-Pending-Writes")!
@@ -59,7 +61,7 @@ struct ClientDataRoutes {
             if items.isEmpty { items = [["readTime": readTime]] }
             return respond(documents: .array(items), read)
         case (.get, "listen"), (.post, "listen"):
-            return try await ClientListenRoute(client: client, keepAliveSeconds: documents.listenOptions.keepAliveSeconds).open(target, request, params)
+            return try await ClientListenRoute(client: client, keepAliveSeconds: documents.listenOptions.keepAliveSeconds, tab: tab).open(target, request, params)
         case (.post, nil) where target.path.isCollection:
             return try await create(target, request, params)
         case (.patch, nil) where target.path.isDocument:

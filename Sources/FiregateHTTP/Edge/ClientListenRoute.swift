@@ -8,10 +8,13 @@ import ServiceLifecycle
 struct ClientListenRoute {
     let client: EdgeClient
     let keepAliveSeconds: Double
+    /// The tab opening the listener, on a shared persistence: the listener ends with the tab.
+    var tab: String? = nil
 
     func open(_ target: DocumentRequestPath, _ request: Request, _ params: QueryParameters) async throws(FiregateError) -> Response {
         let queryJSON = try await ListenQueryParameter.structuredQuery(params, request)
         var options = ListenerOptions()
+        options.owner = tab
         options.includeMetadataChanges = try params.bool("includeMetadataChanges") ?? false
         switch params.first("source")?.lowercased() {
         case nil, "default": options.cacheOnly = false

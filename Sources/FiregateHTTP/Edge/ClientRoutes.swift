@@ -25,9 +25,9 @@ struct ClientRoutes: Sendable {
             // Each state is encoded as it comes: no tree of every client's state at once, whose
             // thousands of small allocations would stay in the server's memory once freed.
             var out = Array(#"{"clients":["#.utf8)
-            for (index, client) in clients.all.enumerated() {
+            for (index, id) in clients.listedIDs.enumerated() {
                 if index > 0 { out.append(UInt8(ascii: ",")) }
-                JSONWriter.write(await client.state(), into: &out)
+                JSONWriter.write(await clients.state(of: id), into: &out)
             }
             out += Array("]}".utf8)
             return JSONResponse.bytes(out)
@@ -49,13 +49,17 @@ struct ClientRoutes: Sendable {
             // A data call is the client being alive (heartbeatTimeoutMs); tree calls count in
             // `treeAccess()`. Control calls come from the test harness, not the app.
             await clients.client(id).noteActivity()
-            return await ClientDataRoutes(client: clients.client(id), documents: documents).respond(request, prefixLength: prefixLength)
+            let tab = clients.persistence(ofTab: id) == nil ? nil : id
+            return await ClientDataRoutes(client: clients.client(id), documents: documents, tab: tab).respond(request, prefixLength: prefixLength)
         }
         if verb == nil, subpath.hasSuffix(".json") || subpath.hasSuffix(".json/") {
             let keepAlive = documents.listenOptions.keepAliveSeconds
             return await ClientTreeRoutes(client: clients.client(id), keepAliveSeconds: keepAlive).respond(request, location: subpath)
         }
         if let verb {
+            if let persistence = clients.persistence(ofTab: id), let response = try await TabRoutes(clients: clients, persistence: persistence, tab: id).control(verb, request) {
+                return response
+            }
             return try await control(id, verb: verb, request)
         }
         if subpath.isEmpty {
@@ -68,11 +72,15 @@ struct ClientRoutes: Sendable {
     func resource(_ id: String, _ request: Request) async throws(FiregateError) -> Response {
         switch request.method {
         case .put:
-            let client = clients.client(id)
-            try await client.configure(try await request.jsonObjectBody())
-            return JSONResponse.make(await client.state())
+            var body = try await request.jsonObjectBody()
+            if let tab = try SharedPersistence.TabRequest.parse(&body) {
+                _ = try await clients.openTab(id, body, tab)
+            } else {
+                try await clients.client(id).configure(body)
+            }
+            return JSONResponse.make(await clients.state(of: id))
         case .get:
-            return JSONResponse.make(await clients.client(id).state())
+            return JSONResponse.make(await clients.state(of: id))
         case .delete:
             _ = await clients.delete(id)
             return JSONResponse.make([:])
@@ -138,6 +146,9 @@ struct ClientRoutes: Sendable {
     /// /clients/{id}/network, /gates, /gates:verb, /pendingWrites[/{writeId}]
     func subresource(_ id: String, subpath: String, _ request: Request) async throws(FiregateError) -> Response {
         let client = clients.client(id)
+        if let persistence = clients.persistence(ofTab: id), let response = try await TabRoutes(clients: clients, persistence: persistence, tab: id).subresource(subpath, request) {
+            return response
+        }
         switch (request.method, subpath) {
         case (.put, "/network"):
             try await client.setNetwork(try await request.jsonObjectBody())

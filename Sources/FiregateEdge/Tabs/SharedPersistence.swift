@@ -1,0 +1,190 @@
+import FiregateBackend
+import FiregateModel
+import Synchronization
+
+/// One web persistence shared by browser tabs (`sharedWith`): the cache, targets and mutation
+/// queue live once, in `engine`, and every tab's listeners and writes use them. The tab that
+/// holds the primary lease owns the network: the engine is online exactly while a primary tab
+/// exists with its network enabled, so a secondary's writes wait for a primary to send them
+/// and its listeners see the primary's online state, as in the web SDK's multi-tab mode.
+public final class SharedPersistence: Sendable {
+    /// The SDK's `persistentMultipleTabManager()` or `persistentSingleTabManager()`.
+    public enum TabManager: String, Sendable {
+        case multiple, single
+    }
+
+    /// What a tab asks for beside the client settings.
+    public struct TabRequest: Sendable {
+        public var key: String
+        public var manager: TabManager
+        public var visible: Bool
+
+        /// Takes `sharedWith`, `tabManager` and `visible` out of a `PUT /clients/{id}` body;
+        /// nil when the body names no `sharedWith`.
+        public static func parse(_ json: inout JSON) throws(FiregateError) -> TabRequest? {
+            guard case .object(var members) = json, let shared = members.removeValue(forKey: "sharedWith"), shared != .null else { return nil }
+            guard let key = shared.stringValue, !key.isEmpty, key.utf8.count <= 256 else {
+                throw .invalidArgument("sharedWith must be a non-empty persistence key of at most 256 bytes.")
+            }
+            var manager = TabManager.multiple
+            if let value = members.removeValue(forKey: "tabManager"), value != .null {
+                guard let name = value.stringValue, let parsed = TabManager(rawValue: name) else {
+                    throw .invalidArgument("tabManager must be \"multiple\" or \"single\".")
+                }
+                manager = parsed
+            }
+            var visible = true
+            if let value = members.removeValue(forKey: "visible"), value != .null {
+                guard let flag = value.boolValue else { throw .invalidArgument("visible must be a boolean.") }
+                visible = flag
+            }
+            json = .object(members)
+            return TabRequest(key: key, manager: manager, visible: visible)
+        }
+    }
+
+    /// The SDK's PRIMARY_LEASE_EXCLUSIVE_ERROR_MSG: another tab holds the persistence without
+    /// multi-tab synchronization.
+    static let exclusiveMessage = "Failed to obtain exclusive access to the persistence layer. To allow shared access, multi-tab synchronization has to be enabled in all tabs. If you are using `experimentalForceOwningTab:true`, make sure that only one tab has persistence enabled at any given time."
+    /// The SDK's PRIMARY_LEASE_LOST_ERROR_MSG: a single-tab client that cannot be primary.
+    static let leaseLostMessage = "The current tab is not in the required state to perform this operation. It might be necessary to refresh the browser tab."
+
+    private struct State {
+        var lease = PrimaryLease()
+        /// Each open tab's manager (every tab of a persistence names its own).
+        var managers: [String: TabManager] = [:]
+        var refresher: Task<Void, Never>?
+    }
+
+    public let key: String
+    /// The shared cache, targets, queue, listeners and network connection.
+    public let engine: EdgeClient
+    private let clock: ServerClock
+    private let state = Mutex(State())
+
+    init(key: String, engine: EdgeClient, clock: ServerClock) {
+        self.key = key
+        self.engine = engine
+        self.clock = clock
+    }
+
+    /// A tab opens: it writes its metadata and tries for the lease. A tab without multi-tab
+    /// synchronization fails when another tab is open, as does any tab while a single-tab
+    /// client holds the persistence.
+    func open(_ tab: String, _ request: TabRequest) async throws(FiregateError) {
+        let now = clock.nowMicros()
+        try state.withLock { (state) throws(FiregateError) in
+            let others = state.lease.tabs.filter { $0.id != tab }
+            if !others.isEmpty {
+                if others.contains(where: { state.managers[$0.id] == .single }) {
+                    throw FiregateError(.failedPrecondition, SharedPersistence.exclusiveMessage)
+                }
+                if request.manager == .single { throw FiregateError(.failedPrecondition, SharedPersistence.leaseLostMessage) }
+            }
+            state.managers[tab] = request.manager
+            state.lease.open(tab, visible: request.visible, at: now)
+            if state.refresher == nil { state.refresher = startRefresher() }
+        }
+        await applyNetwork()
+    }
+
+    /// A tab closes (shutdown, terminate or DELETE): its listeners end and the lease, if it
+    /// held it, is free for the next tab that refreshes.
+    func close(_ tab: String) async {
+        let wasOpen = state.withLock { state -> Bool in
+            guard state.lease.tab(tab) != nil else { return false }
+            state.lease.close(tab)
+            state.managers[tab] = nil
+            if state.lease.tabs.isEmpty {
+                state.refresher?.cancel()
+                state.refresher = nil
+            }
+            return true
+        }
+        guard wasOpen else { return }
+        await engine.endListeners(ownedBy: tab)
+        await applyNetwork()
+    }
+
+    public func contains(_ tab: String) -> Bool { state.withLock { $0.lease.tab(tab) != nil } }
+
+    public func setVisibility(_ tab: String, visible: Bool) async {
+        let now = clock.nowMicros()
+        state.withLock { $0.lease.update(tab, visible: visible, at: now) }
+        await applyNetwork()
+    }
+
+    /// The tab's `enableNetwork()`/`disableNetwork()`: only the primary's reaches the engine,
+    /// and the change makes the tab refresh its lease.
+    public func setNetwork(_ tab: String, enabled: Bool) async {
+        let now = clock.nowMicros()
+        state.withLock { $0.lease.update(tab, networkEnabled: enabled, at: now) }
+        await applyNetwork()
+    }
+
+    /// The tab's `client_metadata_refresh` timer, run now.
+    public func refresh(_ tab: String) async {
+        let now = clock.nowMicros()
+        state.withLock { $0.lease.refresh(tab, at: now) }
+        await applyNetwork()
+    }
+
+    /// Makes the tab primary whatever the lease says (a test's hook).
+    public func forcePrimary(_ tab: String) async {
+        let now = clock.nowMicros()
+        state.withLock { $0.lease.force(tab, at: now) }
+        await applyNetwork()
+    }
+
+    public var lease: PrimaryLease { state.withLock { $0.lease } }
+
+    /// The engine's network follows the primary tab's.
+    private func applyNetwork() async {
+        let now = clock.nowMicros()
+        let online = state.withLock { state -> Bool in
+            guard let primary = state.lease.primary(at: now) else { return false }
+            return state.lease.tab(primary)?.networkEnabled ?? false
+        }
+        if online { await engine.enableNetwork() } else { await engine.disableNetwork() }
+    }
+
+    /// Every open tab refreshes on the SDK's interval, on the server clock (so advancing the
+    /// clock runs the refreshes a wait would).
+    private func startRefresher() -> Task<Void, Never> {
+        Task { [weak self, clock] in
+            var due = clock.nowMicros() + PrimaryLease.refreshIntervalMicros
+            while !Task.isCancelled {
+                await clock.sleep(untilMicros: due)
+                guard !Task.isCancelled, let self else { return }
+                let now = clock.nowMicros()
+                self.state.withLock { state in
+                    for tab in state.lease.tabs { state.lease.refresh(tab.id, at: now) }
+                }
+                await self.applyNetwork()
+                due = now + PrimaryLease.refreshIntervalMicros
+            }
+        }
+    }
+
+    /// The tab's part of its client state.
+    public func tabState(_ tab: String) -> JSON {
+        let now = clock.nowMicros()
+        return state.withLock { state in
+            let me = state.lease.tab(tab)
+            let primary = state.lease.primary(at: now)
+            return [
+                "sharedWith": .string(key),
+                "tabManager": .string((state.managers[tab] ?? .multiple).rawValue),
+                "primary": .bool(primary == tab),
+                "primaryTab": primary.map(JSON.string) ?? .null,
+                "visible": .bool(me?.visible ?? false),
+                "networkEnabled": .bool(me?.networkEnabled ?? false),
+                "activeTabs": .int(Int64(state.lease.activeTabs(at: now).count)),
+            ]
+        }
+    }
+
+    deinit {
+        state.withLock { $0.refresher?.cancel() }
+    }
+}

@@ -1,0 +1,74 @@
+import FiregateEdge
+import FiregateModel
+import Hummingbird
+
+/// The calls that a tab of a shared web persistence answers itself rather than its engine: its
+/// network switch, visibility, lease refresh and lifecycle. Nil means "the engine's call".
+struct TabRoutes {
+    let clients: EdgeClients
+    let persistence: SharedPersistence
+    let tab: String
+
+    /// POST /clients/{tab}:verb
+    func control(_ verb: String, _ request: Request) async throws(FiregateError) -> Response? {
+        guard request.method == .post else { return nil }
+        switch verb {
+        case "disableNetwork", "enableNetwork":
+            await persistence.setNetwork(tab, enabled: verb == "enableNetwork")
+        case "setVisibility":
+            let body = try await request.jsonObjectBody()
+            guard let visible = body["visible"]?.boolValue else { throw .invalidArgument("setVisibility needs {\"visible\": true|false}.") }
+            await persistence.setVisibility(tab, visible: visible)
+        case "forcePrimary":
+            await persistence.forcePrimary(tab)
+        case "runTimer":
+            let body = try await request.jsonObjectBody()
+            guard let name = body["timer"]?.stringValue, let timers = SDKTimer.parse(name) else {
+                throw .invalidArgument("timer must be \"all\" or one of \(SDKTimer.allCases.map(\.rawValue).joined(separator: ", ")).")
+            }
+            var ran: [JSON] = []
+            if timers.contains(.clientMetadataRefresh) {
+                await persistence.refresh(tab)
+                ran.append(.string(SDKTimer.clientMetadataRefresh.rawValue))
+            }
+            let others = timers.filter { $0 != .clientMetadataRefresh }
+            if !others.isEmpty { ran += try await persistence.engine.runTimers(others).map(JSON.string) }
+            return JSONResponse.make(["ran": .array(ran)])
+        case "restart", "clearPersistence":
+            throw .clientState("A tab restarts by closing (DELETE /clients/\(tab)) and opening again (PUT with sharedWith); its persistence stays.")
+        case "terminate":
+            _ = await clients.delete(tab)
+            return JSONResponse.make([:])
+        default:
+            return nil
+        }
+        return JSONResponse.make(persistence.tabState(tab))
+    }
+
+    /// /clients/{tab}/network: `online` is the tab's own switch; latency and the rest are the
+    /// device's, shared with the engine.
+    func subresource(_ subpath: String, _ request: Request) async throws(FiregateError) -> Response? {
+        guard subpath == "/network" else { return nil }
+        switch request.method {
+        case .put:
+            var body = try await request.jsonObjectBody()
+            if case .object(var members) = body, let online = members.removeValue(forKey: "online"), online != .null {
+                guard let enabled = online.boolValue else { throw .invalidArgument("online must be a boolean.") }
+                await persistence.setNetwork(tab, enabled: enabled)
+                body = .object(members)
+            }
+            try await persistence.engine.setNetwork(body)
+            return JSONResponse.make(await network())
+        case .get:
+            return JSONResponse.make(await network())
+        default:
+            return nil
+        }
+    }
+
+    private func network() async -> JSON {
+        guard case .object(var members) = await persistence.engine.networkJSON() else { return .null }
+        members["online"] = persistence.tabState(tab)["networkEnabled"]
+        return .object(members)
+    }
+}
