@@ -274,6 +274,12 @@ public actor EdgeClient {
         await updateTreeLink()
     }
 
+    /// Another tab of the shared persistence became primary and opens its own watch stream,
+    /// asking again for every target with its stored resume token.
+    func reopenRemoteStreams() {
+        scripted?.restartForCredentialChange(networkOn: canUseNetwork)
+    }
+
     /// Tells the tree side what the network switch, the gates and the auth token allow now.
     func updateTreeLink() async {
         await treeSync?.setLink(treeLink)

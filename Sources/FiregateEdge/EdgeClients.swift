@@ -24,7 +24,7 @@ public final class EdgeClients: Sendable {
     /// The client, created (or restored from storage) on first use. A tab's calls go to its
     /// shared persistence's engine.
     public func client(_ id: String) -> EdgeClient {
-        if let persistence = persistence(ofTab: id) { return persistence.engine }
+        if let persistence = persistence(ofTab: id) ?? persistence(engineID: id) { return persistence.engine }
         return clients.withLock { clients in
             if let existing = clients[id] { return existing }
             let client = makeClient(id)
@@ -55,6 +55,12 @@ public final class EdgeClients: Sendable {
 
     /// The shared persistence `id` is an open tab of, if it is one.
     public func persistence(ofTab id: String) -> SharedPersistence? { shared.withLock { $0.byTab[id] } }
+
+    /// The shared persistence whose engine has this id (`sharedWith:<key>`).
+    func persistence(engineID id: String) -> SharedPersistence? {
+        guard id.hasPrefix("sharedWith:") else { return nil }
+        return shared.withLock { $0.byKey[String(id.dropFirst("sharedWith:".count))] }
+    }
 
     /// The id of the engine behind the persistence `key`; it stores the shared cache and queue.
     static func engineID(_ key: String) -> String { "sharedWith:" + key }
@@ -118,6 +124,11 @@ public final class EdgeClients: Sendable {
         if case .object(var network)? = members["network"] {
             network["online"] = tab["networkEnabled"]
             members["network"] = .object(network)
+        }
+        if tab["primary"] != .bool(true), case .object(var watch)? = members["watch"], watch["scripted"] == .bool(true) {
+            // The watch stream is the primary's: a secondary tab listens to nothing itself.
+            for name in ["targets", "limboDocuments", "enqueuedLimboDocuments"] { watch[name] = [] }
+            members["watch"] = .object(watch)
         }
         return .object(members)
     }
@@ -192,6 +203,18 @@ public final class EdgeClients: Sendable {
     /// Removes the client and what it persisted.
     public func delete(_ id: String) async -> Bool {
         if await closeTab(id) { return true }
+        if let persistence = persistence(engineID: id) {
+            // The shared persistence itself: its tabs close, then it goes with what it stored.
+            let tabs = shared.withLock { shared in
+                shared.byKey[persistence.key] = nil
+                let tabs = shared.byTab.filter { $0.value === persistence }.map(\.key)
+                for tab in tabs { shared.byTab[tab] = nil }
+                return tabs
+            }
+            for tab in tabs { await persistence.close(tab) }
+            await retire(persistence.engine, reason: nil)
+            return true
+        }
         guard let client = clients.withLock({ $0.removeValue(forKey: id) }) else { return false }
         await retire(client, reason: nil)
         return true

@@ -140,6 +140,8 @@ SCRIPTED_REASONS = {
     "limbo resolution expectations",
     "runTimer (SDK timers)",
     "failDatabase (persistence fault injection)",
+    "multi-client",
+    "applyClientState (multi-tab)",
 }
 
 # The spec's database: its bloom filters hash these names.
@@ -582,11 +584,16 @@ def compare_events(expected: Event, actual: Event) -> Optional[str]:
 # Static classification (which tests can be mapped)
 # ---------------------------------------------------------------------------------------------
 
+def is_multi_client(spec: dict) -> bool:
+    """A test of several web tabs sharing one persistence (the runner's multi-client tag)."""
+    return "multi-client" in set(spec.get("tags") or []) or (spec.get("config") or {}).get("numClients", 1) > 1
+
+
 def classify(spec: dict, mode: str) -> list[str]:
     """Reasons why this spec test cannot be replayed in this mode (empty: mappable)."""
     reasons: list[str] = []
     tags = set(spec.get("tags") or [])
-    if "multi-client" in tags or (spec.get("config") or {}).get("numClients", 1) > 1:
+    if is_multi_client(spec):
         # The SDK's runner runs multi-tab tests with persistence only (describe_spec.ts).
         reasons.append("multi-client (persistence only)" if mode == "memory" else "multi-client")
     if "no-web" in tags:
@@ -755,7 +762,47 @@ class Listener:
         self.closing = False  # its client instance restarted/terminated: the stream must end
 
 
+class ClientSide:
+    """One SDK instance of a spec run: a client of its own or, in a multi-client test, one tab of
+    the shared web persistence (`sharedWith`). What the runner keeps per instance lives here."""
+
+    def __init__(self, run: "SpecRun", index: int):
+        self.index = index
+        self.client = run.client_base if index == 0 and not run.multi else f"{run.client_base}-{index}"
+        self.cbase = f"{run.base}/clients/{self.client}"
+        self.docs_prefix = f"{self.cbase}/v1/projects/{run.project}/databases/(default)/documents"
+        self.listeners: "OrderedDict[str, Listener]" = OrderedDict()
+        self.writes: list[dict] = []  # {"id", "keys", "state"}
+        self.in_sync: list[SSEStream] = []
+        self.in_sync_events = 0
+        self.wfpw_done = 0
+        self.wfpw_outstanding = 0
+        self.wfpw_seen = 0
+        # Sticky expectations (the runner checks them after every later step too).
+        self.expected_targets = None
+        self.expected_limbo = None
+        self.expected_enqueued = None
+        self.shut_down = False
+
+
+def _side_attribute(name):
+    return property(lambda self: getattr(self.side, name), lambda self, value: setattr(self.side, name, value))
+
+
 class SpecRun:
+    # What each SDK instance has of its own: the current step's instance's (`self.side`).
+    client = _side_attribute("client")
+    cbase = _side_attribute("cbase")
+    docs_prefix = _side_attribute("docs_prefix")
+    listeners = _side_attribute("listeners")
+    writes = _side_attribute("writes")
+    in_sync = _side_attribute("in_sync")
+    in_sync_events = _side_attribute("in_sync_events")
+    wfpw_seen = _side_attribute("wfpw_seen")
+    expected_targets = _side_attribute("expected_targets")
+    expected_limbo = _side_attribute("expected_limbo")
+    expected_enqueued = _side_attribute("expected_enqueued")
+
     def __init__(self, replay: "Replay", file: str, name: str, spec: dict, mode: str, scripted: bool = False):
         self.r = replay
         self.file = file
@@ -766,24 +813,19 @@ class SpecRun:
         # backend; the project is the spec's own, whose names its bloom filters hash.
         self.scripted = scripted
         uid = uuid.uuid4().hex[:10]
-        self.client = f"spec-{uid}"
         self.project = SPEC_PROJECT if scripted else f"spec-{uid}"
-        # Sticky expectations (the runner checks them after every later step too).
-        self.expected_targets = None
-        self.expected_limbo = None
-        self.expected_enqueued = None
         self.names = Names(self.project)
         self.http = requests.Session()
         self.base = replay.base_url
-        self.cbase = f"{self.base}/clients/{self.client}"
-        self.docs_prefix = f"{self.cbase}/v1/projects/{self.project}/databases/(default)/documents"
         self.backend_prefix = f"{self.base}/v1/projects/{self.project}/databases/(default)/documents"
-        self.listeners: "OrderedDict[str, Listener]" = OrderedDict()
-        self.writes: list[dict] = []  # {"id", "keys", "state"}
+        # A multi-client test's instances are tabs of one shared web persistence, each opened
+        # at its first step (as the runner starts them), hidden as the runner's fake document.
+        self.multi = is_multi_client(spec)
+        self.persistence_key = f"spec-{uid}"
+        self.sides: dict[int, ClientSide] = {}
+        self.side = None
+        self.client_base = f"spec-{uid}"
         self.wfpw_lock = threading.Lock()
-        self.wfpw_done = 0
-        self.wfpw_outstanding = 0
-        self.wfpw_seen = 0
         self.step_index = -1
         self.log_lines: list[str] = []
         # The spec's view of the watch stream and the write pipeline (for the mapping only).
@@ -795,8 +837,6 @@ class SpecRun:
         self.parked_writes: dict = {}
         # onSnapshotsInSync observers (`GET /clients/{id}/snapshotsInSync`), newest last, and the
         # events they got during the current step (the runner counts them all together).
-        self.in_sync: list[SSEStream] = []
-        self.in_sync_events = 0
 
     # -- http helpers ---------------------------------------------------------------------------
     def call(self, method, url, expect=(200,), **kw):
@@ -817,9 +857,22 @@ class SpecRun:
             print("      " + msg, flush=True)
 
     # -- lifecycle ------------------------------------------------------------------------------
+    def use_side(self, index: int):
+        """The instance a step runs on, opened at its first step."""
+        side = self.sides.get(index)
+        if side is None:
+            self.side = side = self.sides[index] = ClientSide(self, index)
+            self.open_side(first=len(self.sides) == 1)
+        self.side = side
+
     def setup(self):
+        self.use_side(0)
+
+    def open_side(self, first: bool):
         cfg = self.spec.get("config") or {}
         body = {"project": self.project, "database": "(default)", "persistence": self.mode}
+        if self.multi:
+            body.update({"platform": "web", "sharedWith": self.persistence_key, "visible": False})
         if self.mode == "memory":
             body["garbageCollector"] = "eager" if cfg.get("useEagerGCForMemory", True) else "lru"
         else:
@@ -830,6 +883,8 @@ class SpecRun:
             r = self.call("PUT", self.cbase, expect=None, json=body)
         if r.status_code not in (200, 201):
             raise StepFailure(f"PUT /clients/{self.client} -> {r.status_code}: {r.text[:300]}")
+        if not first:
+            return  # the gates are the shared persistence's, set by its first tab
         if self.scripted:
             # The runner's default is no limit on concurrent limbo lookups.
             limit = cfg.get("maxConcurrentLimboResolutions") or 1000000
@@ -839,15 +894,21 @@ class SpecRun:
             self.call("PUT", f"{self.cbase}/gates", json={"holdWatch": True, "holdWrites": True})
 
     def teardown(self):
-        for l in self.listeners.values():
-            if l.stream is not None:
-                l.stream.close()
-        self.listeners.clear()
-        for stream in self.in_sync:
-            stream.close()
-        self.in_sync.clear()
-        for method, url in (("DELETE", self.cbase),
-                            ("DELETE", f"{self.base}/emulator/v1/projects/{self.project}/databases/(default)/documents")):
+        urls = []
+        for side in self.sides.values():
+            for l in side.listeners.values():
+                if l.stream is not None:
+                    l.stream.close()
+            side.listeners.clear()
+            for stream in side.in_sync:
+                stream.close()
+            side.in_sync.clear()
+            urls.append(side.cbase)
+        if self.multi:
+            urls.append(f"{self.base}/clients/sharedWith:{self.persistence_key}")
+        urls.append(f"{self.base}/emulator/v1/projects/{self.project}/databases/(default)/documents")
+        for url in urls:
+            method = "DELETE"
             try:
                 self.http.request(method, url, timeout=5)
             except requests.RequestException:
@@ -858,8 +919,10 @@ class SpecRun:
         self.setup()
         for i, step in enumerate(self.spec["steps"]):
             self.step_index = i
+            self.use_side(step.get("clientIndex", 0))
             action = next((k for k in step if k not in STEP_EXPECTATION_KEYS), "?")
-            self.log(f"step {i}: {action} {json.dumps(step.get(action))[:160]}")
+            tab = f"[client {self.side.index}] " if self.multi else ""
+            self.log(f"step {i}: {tab}{action} {json.dumps(step.get(action))[:160]}")
             try:
                 self.do_step(step)
                 self.check_step(step)
@@ -868,6 +931,8 @@ class SpecRun:
 
     # -- actions --------------------------------------------------------------------------------
     def do_step(self, step: dict):
+        if self.multi and self.do_tab_step(step):
+            return
         if self.scripted and self.do_scripted_step(step):
             return
         if "userListen" in step:
@@ -962,6 +1027,43 @@ class SpecRun:
         else:
             raise HarnessError(f"unmapped step reached the runner: {sorted(step)}")
 
+    # -- tabs -----------------------------------------------------------------------------------
+    def do_tab_step(self, step: dict) -> bool:
+        """The steps a tab of a shared persistence maps differently: its visibility, the lease,
+        and its shutdown (the tab closes; the persistence stays)."""
+        if "applyClientState" in step:
+            cs = step["applyClientState"]
+            if cs.get("visibility"):
+                self.call("POST", f"{self.cbase}:setVisibility", json={"visible": cs["visibility"] == "visible"})
+            if cs.get("primary"):
+                self.call("POST", f"{self.cbase}:claimPrimary", json={})
+        elif "shutdown" in step:
+            self.call("DELETE", self.cbase)
+            self.side.shut_down = True
+            self.forget_session()
+        else:
+            return False
+        return True
+
+    def tab_state(self) -> Optional[dict]:
+        """The current tab's `tab` state; None once it shut down."""
+        if self.side.shut_down:
+            return None
+        return self.call("GET", self.cbase).json().get("tab")
+
+    def check_tab_state(self, es: dict):
+        tab = self.tab_state()
+        problems = []
+        if "isPrimary" in es and bool(tab and tab["primary"]) != es["isPrimary"]:
+            problems.append(f"primary {bool(tab and tab['primary'])} (expected {es['isPrimary']}; primary tab "
+                            f"{tab and tab.get('primaryTab')})")
+        if "numActiveClients" in es and (tab or {}).get("activeTabs") != es["numActiveClients"]:
+            problems.append(f"{(tab or {}).get('activeTabs')} active tabs (expected {es['numActiveClients']})")
+        if "isShutdown" in es and self.side.shut_down != es["isShutdown"]:
+            problems.append(f"shut down {self.side.shut_down} (expected {es['isShutdown']})")
+        if problems:
+            raise StepFailure("; ".join(problems))
+
     # -- scripted watch -------------------------------------------------------------------------
     def watch(self, message: dict):
         self.call("POST", f"{self.cbase}/watch", json=message)
@@ -1049,6 +1151,8 @@ class SpecRun:
             self.expected_enqueued = sorted(es["enqueuedLimboDocs"])
         if self.expected_targets is None and self.expected_limbo is None and self.expected_enqueued is None:
             return
+        if self.multi and self.side.shut_down:
+            return  # the runner checks a stopped instance no more
         r = self.call("GET", self.cbase, expect=None)
         if r.status_code != 200:
             return
@@ -1067,8 +1171,10 @@ class SpecRun:
                 problems.append(f"enqueued limbo documents {got}, expected {self.expected_enqueued}")
         if self.expected_targets is not None:
             got = {str(t["targetId"]): t for t in watch.get("targets") or []}
-            # As the runner: with the network off the stream asks for nothing, whatever is expected.
-            want = self.expected_targets if (state.get("network") or {}).get("online", True) else {}
+            # As the runner: with the network off, or in a secondary tab, the instance's stream
+            # asks for nothing, whatever is expected.
+            online = (state.get("network") or {}).get("online", True)
+            want = self.expected_targets if online and (state.get("tab") or {}).get("primary", True) else {}
             if sorted(got) != sorted(want, key=str):
                 problems.append(f"active targets {sorted(got, key=int)}, expected {sorted(want, key=int)}")
             else:
@@ -1173,7 +1279,7 @@ class SpecRun:
 
         A server may only notice a closed connection when it writes to it, so each round puts a
         sync marker (that no reader waits for) into the client's streams."""
-        want = sum(1 for l in self.listeners.values() if not l.done)
+        want = sum(1 for side in self.sides.values() for l in side.listeners.values() if not l.done)
         deadline = time.monotonic() + 3
         while time.monotonic() < deadline:
             self.call("POST", f"{self.cbase}/gates:sync", expect=None, json={"token": "unlisten-poke"})
@@ -1247,8 +1353,9 @@ class SpecRun:
             conn.request("POST", path, body=b"{}", headers={"Content-Type": "application/json"})
         except OSError as e:
             raise ServerGone(f"server unreachable: POST {path}: {e}") from None
+        side = self.side
         with self.wfpw_lock:
-            self.wfpw_outstanding += 1
+            side.wfpw_outstanding += 1
 
         def wait():
             ok = False
@@ -1261,9 +1368,9 @@ class SpecRun:
             finally:
                 conn.close()
             with self.wfpw_lock:
-                self.wfpw_outstanding -= 1
+                side.wfpw_outstanding -= 1
                 if ok:
-                    self.wfpw_done += 1
+                    side.wfpw_done += 1
 
         threading.Thread(target=wait, daemon=True, name="waitForPendingWrites").start()
         time.sleep(0.01)
@@ -1406,6 +1513,9 @@ class SpecRun:
         if self.scripted:
             self.check_scripted_state(es)
         self.check_callbacks(es.get("userCallbacks"))
+        if self.multi:
+            self.check_tab_state(es)
+            es = {k: v for k, v in es.items() if k != "isShutdown"}
         if "numOutstandingWrites" in es or "isShutdown" in es:
             r = self.call("GET", self.cbase)
             state = r.json()
@@ -1450,7 +1560,7 @@ class SpecRun:
     def check_wait_for_pending_writes(self, expected: int):
         def done():
             with self.wfpw_lock:
-                return self.wfpw_done - self.wfpw_seen, self.wfpw_outstanding
+                return self.side.wfpw_done - self.side.wfpw_seen, self.side.wfpw_outstanding
 
         got, outstanding = done()
         if expected > got:

@@ -76,11 +76,13 @@ public struct PrimaryLease: Sendable, Equatable {
         }
     }
 
-    /// A test makes this tab primary whatever the rules say (the spec's `applyClientState
-    /// {primary: true}`); the previous primary finds out it lost the lease.
-    public mutating func force(_ id: String, at now: Int64) {
+    /// A test takes the lease from its holder and lets this tab refresh at once (the spec's
+    /// `applyClientState {primary: true}`: clearCurrentPrimaryLease, then this tab's refresh).
+    /// It becomes primary unless a better-placed tab exists.
+    public mutating func claim(_ id: String, at now: Int64) {
         guard tab(id) != nil else { return }
-        holder = Holder(tabID: id, leaseMicros: now)
+        holder = nil
+        refresh(id, at: now)
     }
 
     /// A tab may hold the lease when the current lease is its own and its network is on, or

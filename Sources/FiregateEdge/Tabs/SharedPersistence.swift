@@ -54,6 +54,8 @@ public final class SharedPersistence: Sendable {
         /// Each open tab's manager (every tab of a persistence names its own).
         var managers: [String: TabManager] = [:]
         var refresher: Task<Void, Never>?
+        /// The primary the engine's network last followed.
+        var networkOwner: String?
     }
 
     public let key: String
@@ -129,23 +131,36 @@ public final class SharedPersistence: Sendable {
         await applyNetwork()
     }
 
-    /// Makes the tab primary whatever the lease says (a test's hook).
-    public func forcePrimary(_ tab: String) async {
+    /// Clears the lease and lets the tab refresh at once (a test's hook; `PrimaryLease.claim`).
+    public func claimPrimary(_ tab: String) async {
         let now = clock.nowMicros()
-        state.withLock { $0.lease.force(tab, at: now) }
+        state.withLock { $0.lease.claim(tab, at: now) }
         await applyNetwork()
     }
 
     public var lease: PrimaryLease { state.withLock { $0.lease } }
 
-    /// The engine's network follows the primary tab's.
+    /// The engine's network follows the primary tab's. When the lease passes straight from one
+    /// tab to another, the new primary opens its own streams (re-listening with the stored
+    /// resume tokens), as a newly primary SDK tab does.
     private func applyNetwork() async {
         let now = clock.nowMicros()
-        let online = state.withLock { state -> Bool in
-            guard let primary = state.lease.primary(at: now) else { return false }
-            return state.lease.tab(primary)?.networkEnabled ?? false
+        let (online, handedOver) = state.withLock { state -> (Bool, Bool) in
+            let primary = state.lease.primary(at: now)
+            let previous = state.networkOwner
+            state.networkOwner = primary
+            guard let primary else { return (false, false) }
+            return (state.lease.tab(primary)?.networkEnabled ?? false, previous != nil && previous != primary)
         }
         if online { await engine.enableNetwork() } else { await engine.disableNetwork() }
+        if online && handedOver { await engine.reopenRemoteStreams() }
+    }
+
+    /// Whether `tab` holds the lease now: only the primary's streams carry watch messages and
+    /// write answers.
+    public func isPrimary(_ tab: String) -> Bool {
+        let now = clock.nowMicros()
+        return state.withLock { $0.lease.primary(at: now) == tab }
     }
 
     /// Every open tab refreshes on the SDK's interval, on the server clock (so advancing the

@@ -19,8 +19,8 @@ struct TabRoutes {
             let body = try await request.jsonObjectBody()
             guard let visible = body["visible"]?.boolValue else { throw .invalidArgument("setVisibility needs {\"visible\": true|false}.") }
             await persistence.setVisibility(tab, visible: visible)
-        case "forcePrimary":
-            await persistence.forcePrimary(tab)
+        case "claimPrimary":
+            await persistence.claimPrimary(tab)
         case "runTimer":
             let body = try await request.jsonObjectBody()
             guard let name = body["timer"]?.stringValue, let timers = SDKTimer.parse(name) else {
@@ -48,6 +48,11 @@ struct TabRoutes {
     /// /clients/{tab}/network: `online` is the tab's own switch; latency and the rest are the
     /// device's, shared with the engine.
     func subresource(_ subpath: String, _ request: Request) async throws(FiregateError) -> Response? {
+        if request.method == .post, subpath == "/watch" || subpath == "/gates:releaseWrite", !persistence.isPrimary(tab) {
+            // A secondary tab has no watch or write stream: what a script sends it is lost, as
+            // a message on the stream of a tab that lost its lease is.
+            return JSONResponse.make(["delivered": false, "reason": .string("Tab \(tab) is not primary: it has no watch or write stream.")])
+        }
         guard subpath == "/network" else { return nil }
         switch request.method {
         case .put:
