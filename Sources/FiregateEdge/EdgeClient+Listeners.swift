@@ -20,8 +20,9 @@ extension EdgeClient {
             targetCache.allocate(queryID)
             persistTarget(queryID)
         }
-        // A target another listener already keeps current starts current (its query state).
-        let sharedTargetCurrent = !options.cacheOnly && listeners.values.contains { $0.queryID == queryID && !$0.options.cacheOnly && $0.current }
+        // A target another listener already keeps current starts current (its query state),
+        // for a listener from the cache too: the SDK shares the query's view between them.
+        let sharedTargetCurrent = listeners.values.contains { $0.queryID == queryID && !$0.options.cacheOnly && $0.current }
         listeners[listenerID] = ListenerEntry(
             query: query, queryID: queryID, options: options, view: QueryView(query: query, database: settings.databaseID),
             listener: QueryListener(includeMetadataChanges: options.includeMetadataChanges, cacheOnly: options.cacheOnly),
@@ -85,7 +86,7 @@ extension EdgeClient {
         for listenerID in ids ?? Array(listeners.keys).sorted() {
             guard var entry = listeners[listenerID] else { continue }
             let result = builder.run(entry.query)
-            let current = entry.current && network.online && !entry.options.cacheOnly
+            let current = entry.current && network.online
             // A scripted watch's views know their target's keys, so they find limbo documents.
             let target = scripted == nil || entry.options.cacheOnly ? nil : targetCache.targets[entry.queryID]
             let hasCachedResults = target.map { !$0.resumeToken.isEmpty } ?? targetCache.hasCachedResults(entry.queryID)

@@ -119,7 +119,7 @@ extension EdgeClient {
             if old.resumeToken.isEmpty || changedDocuments || tokenAge >= 300_000_000 { persistTarget(queryID) }
         }
         for (path, update) in event.documentUpdates.sorted(by: { $0.key < $1.key }) { acceptScripted(path, update) }
-        for (listenerID, entry) in listeners where !entry.options.cacheOnly {
+        for (listenerID, entry) in listeners {
             if let targetID = targetCache.targets[entry.queryID]?.targetID, let change = event.targetChanges[targetID] {
                 listeners[listenerID]?.current = change.current
             }

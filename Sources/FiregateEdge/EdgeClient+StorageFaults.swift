@@ -13,8 +13,9 @@ extension EdgeClient {
 
     public var faultsJSON: JSON { faults.json.withMember("recovering", .int(Int64(recovery.pending.count))) }
 
-    /// The switch is on and no failed operation holds the network down.
-    var canUseNetwork: Bool { network.online && !networkSuspended }
+    /// The switch is on, no failed operation holds the network down, and (on a shared
+    /// persistence) a primary tab owns the streams.
+    var canUseNetwork: Bool { network.online && !networkSuspended && !remotePaused }
 
     /// Throws the failure of `operation` if it is failing.
     func checkStorage(_ operation: StorageFaults.Operation) throws(FiregateError) {

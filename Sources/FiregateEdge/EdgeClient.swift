@@ -57,6 +57,9 @@ public actor EdgeClient {
     var faults = StorageFaults()
     var recovery = RecoveryQueue()
     var networkSuspended = false
+    /// A shared persistence between primaries: no tab owns the watch and write streams, and
+    /// the online state stays what the last primary said.
+    var remotePaused = false
     /// The queries the watch connection asks the feed for: its listeners' (the feed indexes
     /// them by collection, so other collections' commits never reach this client).
     let watchInterest = FeedInterest()
@@ -278,6 +281,19 @@ public actor EdgeClient {
     /// asking again for every target with its stored resume token.
     func reopenRemoteStreams() {
         scripted?.restartForCredentialChange(networkOn: canUseNetwork)
+    }
+
+    /// No tab holds the lease (`paused`): the streams close without a word to the listeners,
+    /// whose online state is the last primary's; the next primary opens them again.
+    func setRemotePaused(_ paused: Bool) {
+        guard paused != remotePaused else { return }
+        remotePaused = paused
+        if paused {
+            stopWatch()
+            scripted?.suspend(offline: false)
+        } else if canUseNetwork {
+            reconnect()
+        }
     }
 
     /// Tells the tree side what the network switch, the gates and the auth token allow now.

@@ -145,14 +145,20 @@ public final class SharedPersistence: Sendable {
     /// resume tokens), as a newly primary SDK tab does.
     private func applyNetwork() async {
         let now = clock.nowMicros()
-        let (online, handedOver) = state.withLock { state -> (Bool, Bool) in
+        let (online, handedOver) = state.withLock { state -> (Bool?, Bool) in
             let primary = state.lease.primary(at: now)
             let previous = state.networkOwner
             state.networkOwner = primary
-            guard let primary else { return (false, false) }
+            guard let primary else { return (nil, false) }
             return (state.lease.tab(primary)?.networkEnabled ?? false, previous != nil && previous != primary)
         }
+        guard let online else {
+            await engine.setRemotePaused(true)
+            return
+        }
+        // The switch first, so that unpausing opens the streams only if the primary's is on.
         if online { await engine.enableNetwork() } else { await engine.disableNetwork() }
+        await engine.setRemotePaused(false)
         if online && handedOver { await engine.reopenRemoteStreams() }
     }
 
