@@ -53,7 +53,11 @@ extension EdgeClient {
         guard let entry = listeners.removeValue(forKey: listenerID) else { return }
         updateWatchInterest()
         heldTargets.remove(listenerID)
-        if !listeners.values.contains(where: { $0.queryID == entry.queryID }) {
+        if !entry.options.cacheOnly, listeners.values.contains(where: { $0.queryID == entry.queryID }),
+           !listeners.values.contains(where: { $0.queryID == entry.queryID && !$0.options.cacheOnly }) {
+            // Only listeners from the cache are left: the target stays, watch stops listening.
+            scriptedUnlisten(entry.queryID)
+        } else if !listeners.values.contains(where: { $0.queryID == entry.queryID }) {
             // The target's last listener: it becomes inactive now (releaseTarget), and the
             // documents its view showed are no longer referenced by it.
             if !entry.options.cacheOnly { scriptedUnlisten(entry.queryID) }
@@ -85,6 +89,7 @@ extension EdgeClient {
         let builder = localView()
         for listenerID in ids ?? Array(listeners.keys).sorted() {
             guard var entry = listeners[listenerID] else { continue }
+            if let owner = entry.options.owner, frozenTabs.contains(owner) { continue }
             let result = builder.run(entry.query)
             let current = entry.current && network.online
             // A scripted watch's views know their target's keys, so they find limbo documents.
@@ -153,8 +158,21 @@ extension EdgeClient {
         for observer in inSyncObservers.values { observer.yield(.snapshotsInSync) }
     }
 
+    /// A tab that still acts as primary after losing the lease hears nothing of the new
+    /// primary's changes (`frozen`) until its next refresh, when its views catch up at once.
+    func setViewsFrozen(ownedBy tab: String, _ frozen: Bool) {
+        guard frozen != frozenTabs.contains(tab) else { return }
+        if frozen {
+            frozenTabs.insert(tab)
+        } else {
+            frozenTabs.remove(tab)
+            updateViews(listeners.filter { $0.value.options.owner == tab }.map(\.key).sorted())
+        }
+    }
+
     /// A tab of a shared persistence closed: its listeners end, the other tabs' stay.
     func endListeners(ownedBy tab: String) {
+        frozenTabs.remove(tab)
         for (listenerID, entry) in listeners where entry.options.owner == tab {
             entry.output.finish()
             removeListener(listenerID)

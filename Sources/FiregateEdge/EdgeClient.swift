@@ -60,6 +60,8 @@ public actor EdgeClient {
     /// A shared persistence between primaries: no tab owns the watch and write streams, and
     /// the online state stays what the last primary said.
     var remotePaused = false
+    /// Tabs whose views wait for their next lease refresh (`setViewsFrozen`).
+    var frozenTabs: Set<String> = []
     /// The queries the watch connection asks the feed for: its listeners' (the feed indexes
     /// them by collection, so other collections' commits never reach this client).
     let watchInterest = FeedInterest()

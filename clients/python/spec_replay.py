@@ -866,7 +866,8 @@ class SpecRun:
         self.side = side
 
     def setup(self):
-        self.use_side(0)
+        steps = self.spec.get("steps") or [{}]
+        self.use_side(steps[0].get("clientIndex", 0))
 
     def open_side(self, first: bool):
         cfg = self.spec.get("config") or {}
@@ -1249,7 +1250,11 @@ class SpecRun:
             if ltl:
                 params["limitToLast"] = "true"
         if qk in self.listeners and not self.listeners[qk].done:
-            raise HarnessError(f"second listener for the same query {query_label(q)}")
+            if not self.multi:
+                raise HarnessError(f"second listener for the same query {query_label(q)}")
+            # As the runner's map of listeners by query: the newer one is what an unlisten
+            # ends; the older one keeps raising events.
+            self.listeners[f"{qk}#{len(self.listeners)}"] = self.listeners.pop(qk)
         try:
             stream = SSEStream(url, params=params, session=None)
         except requests.ConnectionError as e:

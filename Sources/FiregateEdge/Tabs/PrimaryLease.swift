@@ -15,6 +15,9 @@ public struct PrimaryLease: Sendable, Equatable {
         public var visible: Bool
         public var networkEnabled: Bool
         public var refreshedMicros: Int64
+        /// What the tab made of its last refresh: it acts as primary until the next one shows
+        /// it lost the lease (the SDK's `isPrimary`).
+        public var actsAsPrimary = false
     }
 
     /// The primary-client record: its owner and when the owner last refreshed it.
@@ -37,6 +40,13 @@ public struct PrimaryLease: Sendable, Equatable {
         return holder.tabID
     }
 
+    /// Tabs that act as primary without holding the lease: they have not refreshed since
+    /// another tab took it.
+    public func stalePrimaries(at now: Int64) -> [String] {
+        let current = primary(at: now)
+        return tabs.filter { $0.actsAsPrimary && $0.id != current }.map(\.id)
+    }
+
     /// Tabs whose metadata is recent enough to count as alive (the SDK's `filterActiveClients`).
     public func activeTabs(at now: Int64) -> [Tab] {
         tabs.filter { now - $0.refreshedMicros <= PrimaryLease.maxEligibleAgeMicros }
@@ -55,12 +65,11 @@ public struct PrimaryLease: Sendable, Equatable {
         if holder?.tabID == id { holder = nil }
     }
 
-    /// The visibility or network of a tab changed; like the SDK, it refreshes at once.
-    public mutating func update(_ id: String, visible: Bool? = nil, networkEnabled: Bool? = nil, at now: Int64) {
+    /// The visibility or network of a tab changed (the SDK then refreshes the tab at once).
+    public mutating func update(_ id: String, visible: Bool? = nil, networkEnabled: Bool? = nil) {
         guard let index = tabs.firstIndex(where: { $0.id == id }) else { return }
         if let visible { tabs[index].visible = visible }
         if let networkEnabled { tabs[index].networkEnabled = networkEnabled }
-        refresh(id, at: now)
     }
 
     /// The tab's metadata refresh (`updateClientMetadataAndTryBecomePrimary`): it records that it
@@ -74,6 +83,7 @@ public struct PrimaryLease: Sendable, Equatable {
         } else if holder?.tabID == id {
             holder = nil
         }
+        tabs[index].actsAsPrimary = holder?.tabID == id
     }
 
     /// A test takes the lease from its holder and lets this tab refresh at once (the spec's

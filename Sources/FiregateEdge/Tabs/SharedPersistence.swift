@@ -111,17 +111,16 @@ public final class SharedPersistence: Sendable {
     public func contains(_ tab: String) -> Bool { state.withLock { $0.lease.tab(tab) != nil } }
 
     public func setVisibility(_ tab: String, visible: Bool) async {
-        let now = clock.nowMicros()
-        state.withLock { $0.lease.update(tab, visible: visible, at: now) }
-        await applyNetwork()
+        state.withLock { $0.lease.update(tab, visible: visible) }
+        await refresh(tab)
     }
 
-    /// The tab's `enableNetwork()`/`disableNetwork()`: only the primary's reaches the engine,
-    /// and the change makes the tab refresh its lease.
+    /// The tab's `enableNetwork()`/`disableNetwork()`: the primary's reaches the engine (and
+    /// so every tab's online state) first; then the tab refreshes its lease.
     public func setNetwork(_ tab: String, enabled: Bool) async {
-        let now = clock.nowMicros()
-        state.withLock { $0.lease.update(tab, networkEnabled: enabled, at: now) }
+        state.withLock { $0.lease.update(tab, networkEnabled: enabled) }
         await applyNetwork()
+        await refresh(tab)
     }
 
     /// The tab's `client_metadata_refresh` timer, run now.
@@ -145,13 +144,15 @@ public final class SharedPersistence: Sendable {
     /// resume tokens), as a newly primary SDK tab does.
     private func applyNetwork() async {
         let now = clock.nowMicros()
-        let (online, handedOver) = state.withLock { state -> (Bool?, Bool) in
+        let (online, handedOver, tabs, stale) = state.withLock { state -> (Bool?, Bool, [String], [String]) in
             let primary = state.lease.primary(at: now)
             let previous = state.networkOwner
             state.networkOwner = primary
-            guard let primary else { return (nil, false) }
-            return (state.lease.tab(primary)?.networkEnabled ?? false, previous != nil && previous != primary)
+            let tabs = state.lease.tabs.map(\.id), stale = state.lease.stalePrimaries(at: now)
+            guard let primary else { return (nil, false, tabs, stale) }
+            return (state.lease.tab(primary)?.networkEnabled ?? false, previous != nil && previous != primary, tabs, stale)
         }
+        for tab in tabs { await engine.setViewsFrozen(ownedBy: tab, stale.contains(tab)) }
         guard let online else {
             await engine.setRemotePaused(true)
             return
@@ -196,7 +197,7 @@ public final class SharedPersistence: Sendable {
             return [
                 "sharedWith": .string(key),
                 "tabManager": .string((state.managers[tab] ?? .multiple).rawValue),
-                "primary": .bool(primary == tab),
+                "primary": .bool(me?.actsAsPrimary ?? false),
                 "primaryTab": primary.map(JSON.string) ?? .null,
                 "visible": .bool(me?.visible ?? false),
                 "networkEnabled": .bool(me?.networkEnabled ?? false),
