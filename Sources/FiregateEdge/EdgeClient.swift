@@ -282,6 +282,7 @@ public actor EdgeClient {
     /// Another tab of the shared persistence became primary and opens its own watch stream,
     /// asking again for every target with its stored resume token.
     func reopenRemoteStreams() {
+        forgetLimboLookups()
         scripted?.restartForCredentialChange(networkOn: canUseNetwork)
     }
 
@@ -293,9 +294,17 @@ public actor EdgeClient {
         if paused {
             stopWatch()
             scripted?.suspend(offline: false)
+            forgetLimboLookups()
         } else if canUseNetwork {
             reconnect()
         }
+    }
+
+    /// A new primary's sync engine starts without limbo lookups (the old primary's went with
+    /// its stream); its views find their limbo documents again at their next update.
+    private func forgetLimboLookups() {
+        for targetID in limbo.activeByTarget.keys { scripted?.forget(targetID) }
+        limbo = LimboResolutions(maxConcurrent: gates.maxConcurrentLimboResolutions)
     }
 
     /// Tells the tree side what the network switch, the gates and the auth token allow now.

@@ -125,7 +125,9 @@ public final class EdgeClients: Sendable {
             network["online"] = tab["networkEnabled"]
             members["network"] = .object(network)
         }
-        if tab["primary"] != .bool(true), case .object(var watch)? = members["watch"], watch["scripted"] == .bool(true) {
+        if let stale = persistence.staleWatch(id), stale["scripted"] == .bool(true) {
+            members["watch"] = stale
+        } else if tab["primary"] != .bool(true), case .object(var watch)? = members["watch"], watch["scripted"] == .bool(true) {
             // The watch stream is the primary's: a secondary tab listens to nothing itself.
             for name in ["targets", "limboDocuments", "enqueuedLimboDocuments"] { watch[name] = [] }
             members["watch"] = .object(watch)

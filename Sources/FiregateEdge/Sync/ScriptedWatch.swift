@@ -77,6 +77,13 @@ struct ScriptedWatch {
         }
     }
 
+    /// A target dropped with the stream it was on (a new primary tab's stream never asks for
+    /// it): no unlisten is sent.
+    mutating func forget(_ targetID: Int) {
+        targets[targetID] = nil
+        requests[targetID] = nil
+    }
+
     /// A refused target is listened to again after all (its rejection could not be stored).
     mutating func restore(_ target: WatchTarget) {
         targets[target.id] = target

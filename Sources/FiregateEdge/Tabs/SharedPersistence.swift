@@ -56,6 +56,9 @@ public final class SharedPersistence: Sendable {
         var refresher: Task<Void, Never>?
         /// The primary the engine's network last followed.
         var networkOwner: String?
+        /// What the watch stream of each tab that lost the lease without knowing it asked for
+        /// when it lost it: that tab still believes the stream is its own.
+        var staleWatch: [String: JSON] = [:]
     }
 
     public let key: String
@@ -152,6 +155,11 @@ public final class SharedPersistence: Sendable {
             guard let primary else { return (nil, false, tabs, stale) }
             return (state.lease.tab(primary)?.networkEnabled ?? false, previous != nil && previous != primary, tabs, stale)
         }
+        let streamBefore = await engine.scriptedWatchJSON
+        state.withLock { state in
+            for tab in stale where state.staleWatch[tab] == nil { state.staleWatch[tab] = streamBefore }
+            for tab in state.staleWatch.keys where !stale.contains(tab) { state.staleWatch[tab] = nil }
+        }
         for tab in tabs { await engine.setViewsFrozen(ownedBy: tab, stale.contains(tab)) }
         guard let online else {
             await engine.setRemotePaused(true)
@@ -187,6 +195,9 @@ public final class SharedPersistence: Sendable {
             }
         }
     }
+
+    /// The watch stream a tab that lost the lease without knowing it still believes it has.
+    public func staleWatch(_ tab: String) -> JSON? { state.withLock { $0.staleWatch[tab] } }
 
     /// The tab's part of its client state.
     public func tabState(_ tab: String) -> JSON {
