@@ -905,8 +905,14 @@ class SpecRun:
                 stream.close()
             side.in_sync.clear()
             urls.append(side.cbase)
-        if self.multi:
-            urls.append(f"{self.base}/clients/sharedWith:{self.persistence_key}")
+        if self.multi and self.sides:
+            # Terminate a tab, clear the shared persistence from it, then forget the tabs.
+            first = next(iter(self.sides.values())).cbase
+            for url in (f"{first}:terminate", f"{first}:clearPersistence"):
+                try:
+                    self.http.request("POST", url, json={}, timeout=5)
+                except requests.RequestException:
+                    pass
         urls.append(f"{self.base}/emulator/v1/projects/{self.project}/databases/(default)/documents")
         for url in urls:
             method = "DELETE"
@@ -1039,29 +1045,32 @@ class SpecRun:
             if cs.get("primary"):
                 self.call("POST", f"{self.cbase}:claimPrimary", json={})
         elif "shutdown" in step:
-            self.call("DELETE", self.cbase)
+            self.call("POST", f"{self.cbase}:terminate", json={})
             self.side.shut_down = True
             self.forget_session()
+        elif "clearPersistence" in step:
+            # From a terminated tab: the other tabs shut down with it.
+            self.call("POST", f"{self.cbase}:clearPersistence", json={})
+            for side in self.sides.values():
+                if not side.shut_down:
+                    side.shut_down = True
+                    for l in side.listeners.values():
+                        l.closing = True
         else:
             return False
         return True
 
-    def tab_state(self) -> Optional[dict]:
-        """The current tab's `tab` state; None once it shut down."""
-        if self.side.shut_down:
-            return None
-        return self.call("GET", self.cbase).json().get("tab")
-
     def check_tab_state(self, es: dict):
-        tab = self.tab_state()
+        state = self.call("GET", self.cbase).json()
+        tab = state.get("tab") if not state.get("terminated") else None
         problems = []
         if "isPrimary" in es and bool(tab and tab["primary"]) != es["isPrimary"]:
             problems.append(f"primary {bool(tab and tab['primary'])} (expected {es['isPrimary']}; primary tab "
                             f"{tab and tab.get('primaryTab')})")
         if "numActiveClients" in es and (tab or {}).get("activeTabs") != es["numActiveClients"]:
             problems.append(f"{(tab or {}).get('activeTabs')} active tabs (expected {es['numActiveClients']})")
-        if "isShutdown" in es and self.side.shut_down != es["isShutdown"]:
-            problems.append(f"shut down {self.side.shut_down} (expected {es['isShutdown']})")
+        if "isShutdown" in es and bool(state.get("terminated")) != es["isShutdown"]:
+            problems.append(f"terminated {state.get('terminated')} (expected {es['isShutdown']})")
         if problems:
             raise StepFailure("; ".join(problems))
 

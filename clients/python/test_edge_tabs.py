@@ -122,13 +122,13 @@ def test_a_single_tab_persistence_refuses_a_second_tab(base_url, project):
     a = Tab(base_url, project, k, manager="single")
     assert a.opened.status_code == 200
     b = Tab(base_url, project, k)
-    assert b.opened.status_code == 400  # FAILED_PRECONDITION is HTTP 400, as in Google APIs
+    assert b.opened.status_code == 412  # FAILED_PRECONDITION in an edge client's lifecycle: 412 (DESIGN §1.3)
     error = b.opened.json()["error"]
     assert error["status"] == "FAILED_PRECONDITION"
     assert error["message"].startswith("Failed to obtain exclusive access to the persistence layer.")
     c = Tab(base_url, project, key())
     d = Tab(base_url, project, c.opened.json()["tab"]["sharedWith"], manager="single")
-    assert d.opened.status_code == 400 and "not in the required state" in d.opened.json()["error"]["message"]
+    assert d.opened.status_code == 412 and "not in the required state" in d.opened.json()["error"]["message"]
     # Bad requests are 400s that open nothing.
     bad = requests.put(f"{base_url}/clients/x-{uuid.uuid4().hex[:6]}", json={"sharedWith": k, "persistence": "memory", "platform": "web"}, timeout=10)
     assert bad.status_code == 400 and bad.json()["error"]["status"] == "INVALID_ARGUMENT"

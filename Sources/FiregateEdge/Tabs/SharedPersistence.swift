@@ -82,9 +82,9 @@ public final class SharedPersistence: Sendable {
             let others = state.lease.tabs.filter { $0.id != tab }
             if !others.isEmpty {
                 if others.contains(where: { state.managers[$0.id] == .single }) {
-                    throw FiregateError(.failedPrecondition, SharedPersistence.exclusiveMessage)
+                    throw .clientState(SharedPersistence.exclusiveMessage)
                 }
-                if request.manager == .single { throw FiregateError(.failedPrecondition, SharedPersistence.leaseLostMessage) }
+                if request.manager == .single { throw .clientState(SharedPersistence.leaseLostMessage) }
             }
             state.managers[tab] = request.manager
             state.lease.open(tab, visible: request.visible, at: now)
@@ -207,6 +207,7 @@ public final class SharedPersistence: Sendable {
             let primary = state.lease.primary(at: now)
             return [
                 "sharedWith": .string(key),
+                "open": .bool(me != nil),
                 "tabManager": .string((state.managers[tab] ?? .multiple).rawValue),
                 "primary": .bool(me?.actsAsPrimary ?? false),
                 "primaryTab": primary.map(JSON.string) ?? .null,

@@ -45,6 +45,15 @@ struct ClientRoutes: Sendable {
         let id = try PercentDecoding.decode(rawID)
         guard !id.isEmpty, id.utf8.count <= 256 else { throw .invalidArgument("Invalid client id \"\(id)\".") }
         let prefixLength = "/clients/".utf8.count + idPart.utf8.count
+        if clients.isClosedTab(id) {
+            // A terminated tab answers its state, DELETE, clearPersistence and a PUT that
+            // opens it again; nothing else.
+            if verb == "clearPersistence", request.method == .post {
+                try await clients.clearPersistence(ofClosedTab: id)
+                return JSONResponse.make([:])
+            }
+            guard verb == nil, subpath.isEmpty else { throw .clientState("The client has already been terminated.") }
+        }
         if subpath.hasPrefix("/v1/") {
             // A data call is the client being alive (heartbeatTimeoutMs); tree calls count in
             // `treeAccess()`. Control calls come from the test harness, not the app.
@@ -76,6 +85,8 @@ struct ClientRoutes: Sendable {
             if let tab = try SharedPersistence.TabRequest.parse(&body) {
                 _ = try await clients.openTab(id, body, tab)
             } else {
+                // A terminated tab's id without sharedWith becomes a client of its own.
+                if clients.isClosedTab(id) { _ = await clients.delete(id) }
                 try await clients.client(id).configure(body)
             }
             return JSONResponse.make(await clients.state(of: id))

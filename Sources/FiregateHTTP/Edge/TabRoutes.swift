@@ -34,10 +34,12 @@ struct TabRoutes {
             let others = timers.filter { $0 != .clientMetadataRefresh }
             if !others.isEmpty { ran += try await persistence.engine.runTimers(others).map(JSON.string) }
             return JSONResponse.make(["ran": .array(ran)])
-        case "restart", "clearPersistence":
-            throw .clientState("A tab restarts by closing (DELETE /clients/\(tab)) and opening again (PUT with sharedWith); its persistence stays.")
+        case "restart":
+            throw .clientState("A tab restarts by closing (:terminate or DELETE) and opening again (PUT with sharedWith); its persistence stays.")
+        case "clearPersistence":
+            throw .clientState("Persistence can only be cleared before a Firestore instance is initialized or after it is terminated.")
         case "terminate":
-            _ = await clients.delete(tab)
+            _ = await clients.closeTab(tab, remember: true)
             return JSONResponse.make([:])
         default:
             return nil
