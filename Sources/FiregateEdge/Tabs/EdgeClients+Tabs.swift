@@ -64,15 +64,16 @@ extension EdgeClients {
     /// A client's state; a tab's is its engine's, under the tab's id, with its own network
     /// switch and its place in the persistence (`tab`); a closed tab's says it terminated.
     public func state(of id: String) async -> JSON {
-        if let closed = shared.closedTab(id) {
-            return ["id": .string(id), "terminated": true, "tab": ["sharedWith": .string(closed.key), "open": false]]
-        }
-        guard let persistence = persistence(ofTab: id) else { return await client(id).state() }
+        guard let persistence = persistence(ofTab: id) ?? shared.closedTab(id) else { return await client(id).state() }
         let tab = persistence.tabState(id)
         guard case .object(var members) = await persistence.engine.state() else { return .null }
         members["engine"] = members["id"]
         members["id"] = .string(id)
         members["tab"] = tab
+        if tab["open"] == .bool(false) {
+            members["terminated"] = true
+            members["listeners"] = 0
+        }
         if case .object(var network)? = members["network"] {
             network["online"] = tab["networkEnabled"]
             members["network"] = .object(network)

@@ -15,6 +15,7 @@ struct TabRoutes {
         switch verb {
         case "disableNetwork", "enableNetwork":
             await persistence.setNetwork(tab, enabled: verb == "enableNetwork")
+            return JSONResponse.make(await clients.state(of: tab))
         case "setVisibility":
             let body = try await request.jsonObjectBody()
             guard let visible = body["visible"]?.boolValue else { throw .invalidArgument("setVisibility needs {\"visible\": true|false}.") }
