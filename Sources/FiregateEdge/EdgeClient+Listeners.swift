@@ -86,10 +86,13 @@ extension EdgeClient {
     func updateViews(_ ids: [Int]? = nil, pendingResets: Set<String> = []) {
         let raisedBefore = eventCounter
         defer { raiseSnapshotsInSync(ifRaisedSince: raisedBefore) }
-        let builder = localView()
+        var builders = [currentUser: localView()]
         for listenerID in ids ?? Array(listeners.keys).sorted() {
             guard var entry = listeners[listenerID] else { continue }
             if let owner = entry.options.owner, frozenTabs.contains(owner) { continue }
+            let user = user(of: entry.options.owner)
+            let builder = builders[user] ?? localView(for: user)
+            builders[user] = builder
             let result = builder.run(entry.query)
             let current = entry.current && network.online
             // A scripted watch's views know their target's keys, so they find limbo documents.
@@ -170,9 +173,17 @@ extension EdgeClient {
         }
     }
 
+    /// A tab signs in as `user` (nil: it closed): its views show that user's queued writes.
+    func setTabUser(_ tab: String, _ user: String?) {
+        guard tabUsers[tab] != user else { return }
+        tabUsers[tab] = user
+        updateViews(listeners.filter { $0.value.options.owner == tab }.map(\.key).sorted())
+    }
+
     /// A tab of a shared persistence closed: its listeners end, the other tabs' stay.
     func endListeners(ownedBy tab: String) {
         frozenTabs.remove(tab)
+        tabUsers[tab] = nil
         for (listenerID, entry) in listeners where entry.options.owner == tab {
             entry.output.finish()
             removeListener(listenerID)

@@ -5,8 +5,10 @@ import Foundation
 /// The write side: queueing user writes with latency compensation, the pipeline that sends
 /// them in order, acknowledgements, rejections and the write gate.
 extension EdgeClient {
-    /// Queues a user write (one batch), applies it locally at once and returns its id.
-    public func write(_ writes: [Write]) async throws(FiregateError) -> MutationBatch {
+    /// Queues a user write (one batch), applies it locally at once and returns its id. From a
+    /// `tab` signed in as another user than the primary's, it joins that user's queue, sent
+    /// once a primary of that user is.
+    public func write(_ writes: [Write], tab: String? = nil) async throws(FiregateError) -> MutationBatch {
         try beginDataCall()
         guard !writes.isEmpty else { throw .invalidArgument("A write needs at least one operation.") }
         guard writes.count <= DocumentLimits.maxWritesPerCommit else { throw .invalidArgument("A maximum of 500 writes allowed per request.") }
@@ -14,7 +16,17 @@ extension EdgeClient {
             throw .invalidArgument("Invalid document path \"\(write.path)\".")
         }
         try checkStorage(.locallyWriteMutations)
-        let batch = queue.add(writes: writes, localWriteTime: now())
+        let user = user(of: tab)
+        let batch: MutationBatch
+        if user == currentUser {
+            batch = queue.add(writes: writes, localWriteTime: now())
+        } else {
+            var parked = parkedQueues[user] ?? MutationQueue()
+            parked.reserveIDs(from: parkedQueues.values.reduce(queue.nextID) { Swift.max($0, $1.nextID) })
+            batch = parked.add(writes: writes, localWriteTime: now())
+            parkedQueues[user] = parked
+            queue.reserveIDs(from: parked.nextID)
+        }
         writeStates[batch.id] = .pending
         if settings.persistence == .persistent, let storage {
             let json = JSON.array(writes.map { $0.json(database: settings.databaseID) })
@@ -23,12 +35,12 @@ extension EdgeClient {
                 // the pump may send the batch during the wait, and its commit must not remove
                 // the batch from the disk before the batch is saved there.
                 try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-                    storage.saveMutation(id: batch.id, localWriteTime: batch.localWriteTime, writes: json, uid: currentUser) {
+                    storage.saveMutation(id: batch.id, localWriteTime: batch.localWriteTime, writes: json, uid: user) {
                         continuation.resume(with: $0)
                     }
                 }
             } catch {
-                queue.remove(batch.id)
+                _ = takeBatch(batch.id)
                 writeStates[batch.id] = nil
                 throw .internal("The write could not be persisted: \(error)")
             }

@@ -62,6 +62,9 @@ public actor EdgeClient {
     var remotePaused = false
     /// Tabs whose views wait for their next lease refresh (`setViewsFrozen`).
     var frozenTabs: Set<String> = []
+    /// The user each tab of a shared persistence is signed in as; the client's own `auth` is
+    /// the primary tab's.
+    var tabUsers: [String: String] = [:]
     /// The queries the watch connection asks the feed for: its listeners' (the feed indexes
     /// them by collection, so other collections' commits never reach this client).
     let watchInterest = FeedInterest()
@@ -129,6 +132,18 @@ public actor EdgeClient {
         remote.indexes.compact()
         return LocalViewBuilder(database: settings.databaseID, remote: remote, queue: queue)
     }
+
+    /// The local view of `user`'s writes: a tab signed in as another user than the primary's
+    /// sees its own user's queue over the shared cache, as the SDK's per-user queues do.
+    func localView(for user: String) -> LocalViewBuilder {
+        guard user != currentUser else { return localView() }
+        remote.indexes.compact()
+        return LocalViewBuilder(database: settings.databaseID, remote: remote, queue: parkedQueues[user] ?? MutationQueue())
+    }
+
+    /// The user a listener's or a write's tab is signed in as (the client's own user when it
+    /// is no tab).
+    func user(of tab: String?) -> String { tab.flatMap { tabUsers[$0] } ?? currentUser }
 
     /// Fails data calls on a terminated client, and marks the client started.
     func beginDataCall() throws(FiregateError) {

@@ -59,6 +59,8 @@ public final class SharedPersistence: Sendable {
         /// What the watch stream of each tab that lost the lease without knowing it asked for
         /// when it lost it: that tab still believes the stream is its own.
         var staleWatch: [String: JSON] = [:]
+        /// Each tab's signed-in user (`PUT …/auth` through the tab); absent: signed out.
+        var auths: [String: JSON] = [:]
     }
 
     public let key: String
@@ -78,6 +80,7 @@ public final class SharedPersistence: Sendable {
     /// client holds the persistence.
     func open(_ tab: String, _ request: TabRequest) async throws(FiregateError) {
         let now = clock.nowMicros()
+        await engine.setTabUser(tab, "")
         try state.withLock { (state) throws(FiregateError) in
             let others = state.lease.tabs.filter { $0.id != tab }
             if !others.isEmpty {
@@ -87,6 +90,7 @@ public final class SharedPersistence: Sendable {
                 if request.manager == .single { throw .clientState(SharedPersistence.leaseLostMessage) }
             }
             state.managers[tab] = request.manager
+            state.auths[tab] = nil
             state.lease.open(tab, visible: request.visible, at: now)
             if state.refresher == nil { state.refresher = startRefresher() }
         }
@@ -107,8 +111,25 @@ public final class SharedPersistence: Sendable {
             return true
         }
         guard wasOpen else { return }
+        state.withLock { _ = $0.auths.removeValue(forKey: tab) }
         await engine.endListeners(ownedBy: tab)
         await applyNetwork()
+    }
+
+    /// The tab signs in (or out): its views show its user's queued writes and its writes join
+    /// that queue; the primary's user is the one whose writes are sent.
+    public func setAuth(_ tab: String, _ json: JSON) async throws(FiregateError) -> JSON {
+        let parsed = try ClientAuth.parse(json)
+        state.withLock { $0.auths[tab] = parsed == nil ? nil : json }
+        await engine.setTabUser(tab, parsed?.uid ?? "")
+        if isPrimary(tab) { return try await engine.setAuth(json) }
+        return parsed.map { $0.json.withMember("writesPaused", false) } ?? ["uid": .null, "writesPaused": false]
+    }
+
+    public func auth(_ tab: String) async -> JSON {
+        if isPrimary(tab) { return await engine.authJSON }
+        let json = state.withLock { $0.auths[tab] }
+        return json.flatMap { try? ClientAuth.parse($0) }.map { $0.json.withMember("writesPaused", false) } ?? ["uid": .null, "writesPaused": false]
     }
 
     public func contains(_ tab: String) -> Bool { state.withLock { $0.lease.tab(tab) != nil } }
@@ -165,10 +186,24 @@ public final class SharedPersistence: Sendable {
             await engine.setRemotePaused(true)
             return
         }
+        await adoptPrimaryUser(at: now)
         // The switch first, so that unpausing opens the streams only if the primary's is on.
         if online { await engine.enableNetwork() } else { await engine.disableNetwork() }
         await engine.setRemotePaused(false)
         if online && handedOver { await engine.reopenRemoteStreams() }
+    }
+
+    /// The connection sends the primary tab's user's writes: a new primary signed in as
+    /// another user switches the shared queue to that user's (as a user change does).
+    private func adoptPrimaryUser(at now: Int64) async {
+        let (primary, auth) = state.withLock { state -> (String?, JSON?) in
+            let primary = state.lease.primary(at: now)
+            return (primary, primary.flatMap { state.auths[$0] })
+        }
+        guard primary != nil else { return }
+        let uid = auth.flatMap { try? ClientAuth.parse($0) }?.uid ?? ""
+        guard await engine.currentUser != uid else { return }
+        _ = try? await engine.setAuth(auth ?? [:])
     }
 
     /// Whether `tab` holds the lease now: only the primary's streams carry watch messages and

@@ -179,7 +179,7 @@ struct ClientDataRoutes {
     /// Queues writes as one batch; answers at once, or with `waitFor=ack` once settled (the
     /// server's error when rejected, 504 past `timeoutMs`), always naming the write.
     func write(_ writes: [Write], _ params: QueryParameters, body: (WriteState?) async -> JSON) async throws(FiregateError) -> Response {
-        let batch = try await client.write(writes)
+        let batch = try await client.write(writes, tab: tab)
         var state = WriteState.pending
         var headers: HTTPFields = [ClientDataRoutes.writeIDHeader: String(batch.id)]
         if params.first("waitFor") == "ack" {

@@ -56,6 +56,13 @@ struct TabRoutes {
             // a message on the stream of a tab that lost its lease is.
             return JSONResponse.make(["delivered": false, "reason": .string("Tab \(tab) is not primary: it has no watch or write stream.")])
         }
+        if subpath == "/auth" {
+            switch request.method {
+            case .put: return JSONResponse.make(try await persistence.setAuth(tab, try await request.jsonObjectBody()))
+            case .get: return JSONResponse.make(await persistence.auth(tab))
+            default: return nil
+            }
+        }
         guard subpath == "/network" else { return nil }
         switch request.method {
         case .put:
