@@ -141,6 +141,12 @@ public actor EdgeClient {
         return LocalViewBuilder(database: settings.databaseID, remote: remote, queue: parkedQueues[user] ?? MutationQueue())
     }
 
+    /// Every user's pending batch ids, and the next id a batch will get.
+    func batchIDs() -> (Set<Int64>, Int64) {
+        let all = queue.batches + parkedQueues.values.flatMap(\.batches)
+        return (Set(all.map(\.id)), parkedQueues.values.reduce(queue.nextID) { Swift.max($0, $1.nextID) })
+    }
+
     /// The user a listener's or a write's tab is signed in as (the client's own user when it
     /// is no tab).
     func user(of tab: String?) -> String { tab.flatMap { tabUsers[$0] } ?? currentUser }

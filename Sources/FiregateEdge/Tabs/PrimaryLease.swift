@@ -74,16 +74,21 @@ public struct PrimaryLease: Sendable, Equatable {
 
     /// The tab's metadata refresh (`updateClientMetadataAndTryBecomePrimary`): it records that it
     /// is alive, then takes or renews the lease if it may act as primary, or releases it if it
-    /// held it and may not.
-    public mutating func refresh(_ id: String, at now: Int64) {
-        guard let index = tabs.firstIndex(where: { $0.id == id }) else { return }
+    /// held it and may not. A tab that cannot become primary now (`mayTakeLease` false: its
+    /// transition would fail) does not take a lease it does not hold. True when the tab may act
+    /// as primary by the rules.
+    @discardableResult
+    public mutating func refresh(_ id: String, at now: Int64, mayTakeLease: Bool = true) -> Bool {
+        guard let index = tabs.firstIndex(where: { $0.id == id }) else { return false }
         tabs[index].refreshedMicros = now
-        if canActAsPrimary(tabs[index], at: now) {
+        let eligible = canActAsPrimary(tabs[index], at: now)
+        if eligible, mayTakeLease || holder?.tabID == id {
             holder = Holder(tabID: id, leaseMicros: now)
         } else if holder?.tabID == id {
             holder = nil
         }
         tabs[index].actsAsPrimary = holder?.tabID == id
+        return eligible
     }
 
     /// A test takes the lease from its holder and lets this tab refresh at once (the spec's

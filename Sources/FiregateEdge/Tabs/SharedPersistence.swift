@@ -61,6 +61,23 @@ public final class SharedPersistence: Sendable {
         var staleWatch: [String: JSON] = [:]
         /// Each tab's signed-in user (`PUT …/auth` through the tab); absent: signed out.
         var auths: [String: JSON] = [:]
+        /// Each tab's injected persistence failures, and what they hold until a retry:
+        /// views that could not read other tabs' changes, the write outcomes it could not
+        /// read (the batches pending then, and any newer), a failed move to primary.
+        var faults: [String: TabStorageFaults] = [:]
+        var heldViews: Set<String> = []
+        var heldWrites: [String: (pending: Set<Int64>, nextID: Int64)] = [:]
+        var failedTransitions: Set<String> = []
+
+        /// A tab's refresh with its faults: a failing refresh changes nothing; one that would
+        /// make it primary while its transition fails leaves it secondary until a retry.
+        mutating func refresh(_ tab: String, at now: Int64) {
+            let faults = self.faults[tab] ?? TabStorageFaults()
+            guard !faults.fails(.refreshLease) else { return }
+            let wasHolder = lease.holder?.tabID == tab
+            let eligible = lease.refresh(tab, at: now, mayTakeLease: !faults.failsPrimaryTransition)
+            if eligible && !wasHolder && faults.failsPrimaryTransition { failedTransitions.insert(tab) }
+        }
     }
 
     public let key: String
@@ -111,7 +128,13 @@ public final class SharedPersistence: Sendable {
             return true
         }
         guard wasOpen else { return }
-        state.withLock { _ = $0.auths.removeValue(forKey: tab) }
+        state.withLock { state in
+            state.auths[tab] = nil
+            state.faults[tab] = nil
+            state.heldViews.remove(tab)
+            state.heldWrites[tab] = nil
+            state.failedTransitions.remove(tab)
+        }
         await engine.endListeners(ownedBy: tab)
         await applyNetwork()
     }
@@ -134,6 +157,56 @@ public final class SharedPersistence: Sendable {
 
     public func contains(_ tab: String) -> Bool { state.withLock { $0.lease.tab(tab) != nil } }
 
+    /// `PUT /clients/{tab}/faults`: the tab's own transactions fail; the engine's ones too
+    /// while it is primary. Views that can no longer read other tabs' changes wait.
+    public func setFaults(_ tab: String, _ json: JSON) async throws(FiregateError) -> JSON {
+        var faults = state.withLock { $0.faults[tab] ?? TabStorageFaults() }
+        try faults.update(json)
+        let (pending, nextID) = await engine.batchIDs()
+        let primary = state.withLock { state -> Bool in
+            state.faults[tab] = faults
+            if faults.holdsViews { state.heldViews.insert(tab) }
+            if faults.fails(.lookupMutationDocuments), state.heldWrites[tab] == nil { state.heldWrites[tab] = (pending, nextID) }
+            return state.networkOwner == tab
+        }
+        if primary { _ = try await engine.setFaults(faults.engine.json) }
+        await applyNetwork()
+        return faults.json
+    }
+
+    public func faultsJSON(_ tab: String) -> JSON { state.withLock { ($0.faults[tab] ?? TabStorageFaults()).json } }
+
+    /// The tab's `async_queue_retry`: what its healed faults held goes on — its views catch
+    /// up, write outcomes show, a failed move to primary is tried again. True if anything ran.
+    public func retry(_ tab: String) async -> Bool {
+        let now = clock.nowMicros()
+        let ran = state.withLock { state -> Bool in
+            let faults = state.faults[tab] ?? TabStorageFaults()
+            var ran = false
+            if state.heldViews.contains(tab), !faults.holdsViews {
+                state.heldViews.remove(tab)
+                state.heldWrites[tab] = nil
+                ran = true
+            }
+            if state.failedTransitions.contains(tab), !faults.failsPrimaryTransition {
+                state.failedTransitions.remove(tab)
+                state.refresh(tab, at: now)
+                ran = true
+            }
+            return ran
+        }
+        await applyNetwork()
+        return ran
+    }
+
+    /// Whether the tab still shows write `id` as pending: it could not read its outcome.
+    public func holdsWrite(_ tab: String, _ id: Int64) -> Bool {
+        state.withLock { state in
+            guard let held = state.heldWrites[tab] else { return false }
+            return held.pending.contains(id) || id >= held.nextID
+        }
+    }
+
     public func setVisibility(_ tab: String, visible: Bool) async {
         state.withLock { $0.lease.update(tab, visible: visible) }
         await refresh(tab)
@@ -150,7 +223,7 @@ public final class SharedPersistence: Sendable {
     /// The tab's `client_metadata_refresh` timer, run now.
     public func refresh(_ tab: String) async {
         let now = clock.nowMicros()
-        state.withLock { $0.lease.refresh(tab, at: now) }
+        state.withLock { $0.refresh(tab, at: now) }
         await applyNetwork()
     }
 
@@ -168,20 +241,26 @@ public final class SharedPersistence: Sendable {
     /// resume tokens), as a newly primary SDK tab does.
     private func applyNetwork() async {
         let now = clock.nowMicros()
-        let (online, handedOver, tabs, stale) = state.withLock { state -> (Bool?, Bool, [String], [String]) in
+        let (online, handedOver, tabs, stale, frozen, primaryFaults) = state.withLock {
+            state -> (Bool?, Bool, [String], Set<String>, Set<String>, StorageFaults?) in
             let primary = state.lease.primary(at: now)
             let previous = state.networkOwner
             state.networkOwner = primary
-            let tabs = state.lease.tabs.map(\.id), stale = state.lease.stalePrimaries(at: now)
-            guard let primary else { return (nil, false, tabs, stale) }
-            return (state.lease.tab(primary)?.networkEnabled ?? false, previous != nil && previous != primary, tabs, stale)
+            let tabs = state.lease.tabs.map(\.id)
+            let stale = Set(state.lease.stalePrimaries(at: now))
+            let frozen = stale.union(state.heldViews)
+            // A new primary's failing transactions are the engine's.
+            let faults = primary != previous ? (primary.flatMap { state.faults[$0] }?.engine ?? StorageFaults()) : nil
+            guard let primary else { return (nil, false, tabs, stale, frozen, faults) }
+            return (state.lease.tab(primary)?.networkEnabled ?? false, previous != nil && previous != primary, tabs, stale, frozen, faults)
         }
+        if let primaryFaults { _ = try? await engine.setFaults(primaryFaults.json) }
         let streamBefore = await engine.scriptedWatchJSON
         state.withLock { state in
             for tab in stale where state.staleWatch[tab] == nil { state.staleWatch[tab] = streamBefore }
             for tab in state.staleWatch.keys where !stale.contains(tab) { state.staleWatch[tab] = nil }
         }
-        for tab in tabs { await engine.setViewsFrozen(ownedBy: tab, stale.contains(tab)) }
+        for tab in tabs { await engine.setViewsFrozen(ownedBy: tab, frozen.contains(tab)) }
         guard let online else {
             await engine.setRemotePaused(true)
             return
@@ -223,7 +302,7 @@ public final class SharedPersistence: Sendable {
                 guard !Task.isCancelled, let self else { return }
                 let now = clock.nowMicros()
                 self.state.withLock { state in
-                    for tab in state.lease.tabs { state.lease.refresh(tab.id, at: now) }
+                    for tab in state.lease.tabs { state.refresh(tab.id, at: now) }
                 }
                 await self.applyNetwork()
                 due = now + PrimaryLease.refreshIntervalMicros

@@ -32,8 +32,14 @@ struct TabRoutes {
                 await persistence.refresh(tab)
                 ran.append(.string(SDKTimer.clientMetadataRefresh.rawValue))
             }
-            let others = timers.filter { $0 != .clientMetadataRefresh }
-            if !others.isEmpty { ran += try await persistence.engine.runTimers(others).map(JSON.string) }
+            // The tab's own retry first (what its faults held), then the engine's, whose
+            // operations are the primary's.
+            var retried = false
+            if timers.contains(.asyncQueueRetry) { retried = await persistence.retry(tab) }
+            let others = timers.filter { $0 != .clientMetadataRefresh && ($0 != .asyncQueueRetry || persistence.isPrimary(tab)) }
+            var engineRan = others.isEmpty ? [] : try await persistence.engine.runTimers(others)
+            if retried, !engineRan.contains(SDKTimer.asyncQueueRetry.rawValue) { engineRan.append(SDKTimer.asyncQueueRetry.rawValue) }
+            ran += engineRan.map(JSON.string)
             return JSONResponse.make(["ran": .array(ran)])
         case "restart":
             throw .clientState("A tab restarts by closing (:terminate or DELETE) and opening again (PUT with sharedWith); its persistence stays.")
@@ -55,6 +61,18 @@ struct TabRoutes {
             // A secondary tab has no watch or write stream: what a script sends it is lost, as
             // a message on the stream of a tab that lost its lease is.
             return JSONResponse.make(["delivered": false, "reason": .string("Tab \(tab) is not primary: it has no watch or write stream.")])
+        }
+        if subpath == "/faults" {
+            switch request.method {
+            case .put: return JSONResponse.make(try await persistence.setFaults(tab, try await request.jsonObjectBody()))
+            case .get: return JSONResponse.make(persistence.faultsJSON(tab))
+            default: return nil
+            }
+        }
+        if request.method == .get, subpath.hasPrefix("/pendingWrites/"), let id = Int64(subpath.dropFirst("/pendingWrites/".count)),
+           persistence.holdsWrite(tab, id), await persistence.engine.writeState(id) != nil {
+            // The tab could not read this write's outcome yet (its faults): pending to it.
+            return JSONResponse.make(EdgeClient.render(id, .pending))
         }
         if subpath == "/auth" {
             switch request.method {
