@@ -10,7 +10,12 @@ extension EdgeClient {
     public func listen(_ query: Query, options: ListenerOptions) throws(FiregateError) -> (AsyncStream<EdgeEvent>, AsyncStream<EdgeEvent>.Continuation) {
         try beginDataCall()
         // The listen's target is allocated in the local store first; if that fails, so does it.
-        try checkStorage(.allocateTarget)
+        // A secondary tab allocates it in its own transaction.
+        if isSecondary(options.owner), let owner = options.owner {
+            if tabFaults[owner]?.fails(.allocateTarget) == true { throw StorageFaults.error(.allocateTarget) }
+        } else {
+            try checkStorage(.allocateTarget)
+        }
         let (stream, output) = AsyncStream<EdgeEvent>.makeStream(bufferingPolicy: .bufferingOldest(EdgeClient.listenerBuffer))
         let listenerID = nextListenerID
         nextListenerID += 1
@@ -33,8 +38,13 @@ extension EdgeClient {
         // First the cache's answer, then (online) the server's.
         updateViews([listenerID])
         if !options.cacheOnly, scripted != nil {
-            // The script answers; offline, the stream asks once the network is back.
-            scriptedListen(queryID)
+            // The script answers; offline, the stream asks once the network is back. Another
+            // tab's query waits while the primary cannot allocate it.
+            if isSecondary(options.owner) && faults.fails(.allocateTarget) {
+                deferredRemoteListens.insert(queryID)
+            } else {
+                scriptedListen(queryID)
+            }
             if onlineState == .offline { raiseOnlineState(for: [listenerID]) }
         } else if !options.cacheOnly && canUseNetwork {
             ensureWatch()
@@ -53,14 +63,17 @@ extension EdgeClient {
         guard let entry = listeners.removeValue(forKey: listenerID) else { return }
         updateWatchInterest()
         heldTargets.remove(listenerID)
+        // Another tab's query stays on watch while the primary cannot release it.
+        let unlisten = isSecondary(entry.options.owner) && faults.fails(.releaseTarget)
+            ? { (queryID: String) in self.deferredRemoteUnlistens.insert(queryID) } : scriptedUnlisten
         if !entry.options.cacheOnly, listeners.values.contains(where: { $0.queryID == entry.queryID }),
            !listeners.values.contains(where: { $0.queryID == entry.queryID && !$0.options.cacheOnly }) {
             // Only listeners from the cache are left: the target stays, watch stops listening.
-            scriptedUnlisten(entry.queryID)
+            unlisten(entry.queryID)
         } else if !listeners.values.contains(where: { $0.queryID == entry.queryID }) {
             // The target's last listener: it becomes inactive now (releaseTarget), and the
             // documents its view showed are no longer referenced by it.
-            if !entry.options.cacheOnly { scriptedUnlisten(entry.queryID) }
+            if !entry.options.cacheOnly { unlisten(entry.queryID) }
             targetCache.beginOperation()
             releaseTarget(entry.queryID)
             for doc in entry.view.documents { touch(doc.document.path) }
@@ -171,6 +184,27 @@ extension EdgeClient {
             frozenTabs.remove(tab)
             updateViews(listeners.filter { $0.value.options.owner == tab }.map(\.key).sorted())
         }
+    }
+
+    /// The primary's retry: the other tabs' queries it could not take up or let go of go to
+    /// watch now, if its storage works again. True if any did.
+    func retryDeferredTargets() -> Bool {
+        var ran = false
+        if !deferredRemoteListens.isEmpty, !faults.fails(.allocateTarget) {
+            for queryID in deferredRemoteListens.sorted() where listeners.values.contains(where: { $0.queryID == queryID && !$0.options.cacheOnly }) {
+                scriptedListen(queryID)
+            }
+            deferredRemoteListens.removeAll()
+            ran = true
+        }
+        if !deferredRemoteUnlistens.isEmpty, !faults.fails(.releaseTarget) {
+            for queryID in deferredRemoteUnlistens.sorted() where !listeners.values.contains(where: { $0.queryID == queryID && !$0.options.cacheOnly }) {
+                scriptedUnlisten(queryID)
+            }
+            deferredRemoteUnlistens.removeAll()
+            ran = true
+        }
+        return ran
     }
 
     /// A tab signs in as `user` (nil: it closed): its views show that user's queued writes.

@@ -32,7 +32,8 @@ extension EdgeClient {
             _ = runScheduledGarbageCollection()
             return true
         case .asyncQueueRetry:
-            return retryRecovery()
+            let deferred = retryDeferredTargets()
+            return retryRecovery() || deferred
         case .writeStreamIdle, .clientMetadataRefresh, .healthCheckTimeout:
             return false
         }

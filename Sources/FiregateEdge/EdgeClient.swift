@@ -65,6 +65,13 @@ public actor EdgeClient {
     /// The user each tab of a shared persistence is signed in as; the client's own `auth` is
     /// the primary tab's.
     var tabUsers: [String: String] = [:]
+    /// On a shared persistence: the primary tab (whose failing transactions are `faults`), the
+    /// other tabs' failing transactions, and the queries of other tabs the primary could not
+    /// yet take up or let go of on watch because its storage failed (retried with it).
+    var primaryTab: String?
+    var tabFaults: [String: StorageFaults] = [:]
+    var deferredRemoteListens: Set<String> = []
+    var deferredRemoteUnlistens: Set<String> = []
     /// The queries the watch connection asks the feed for: its listeners' (the feed indexes
     /// them by collection, so other collections' commits never reach this client).
     let watchInterest = FeedInterest()
@@ -140,6 +147,15 @@ public actor EdgeClient {
         remote.indexes.compact()
         return LocalViewBuilder(database: settings.databaseID, remote: remote, queue: parkedQueues[user] ?? MutationQueue())
     }
+
+    /// What the shared persistence tells its engine about its tabs.
+    func setTabContext(primary: String?, faults: [String: StorageFaults]) {
+        primaryTab = primary
+        tabFaults = faults
+    }
+
+    /// Whether a listener or write comes from a tab other than the primary.
+    func isSecondary(_ tab: String?) -> Bool { tab != nil && tab != primaryTab }
 
     /// Every user's pending batch ids, and the next id a batch will get.
     func batchIDs() -> (Set<Int64>, Int64) {

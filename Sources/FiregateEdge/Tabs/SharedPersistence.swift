@@ -255,6 +255,8 @@ public final class SharedPersistence: Sendable {
             return (state.lease.tab(primary)?.networkEnabled ?? false, previous != nil && previous != primary, tabs, stale, frozen, faults)
         }
         if let primaryFaults { _ = try? await engine.setFaults(primaryFaults.json) }
+        let context = state.withLock { state in (state.networkOwner, state.faults.mapValues(\.engine)) }
+        await engine.setTabContext(primary: context.0, faults: context.1)
         let streamBefore = await engine.scriptedWatchJSON
         state.withLock { state in
             for tab in stale where state.staleWatch[tab] == nil { state.staleWatch[tab] = streamBefore }
