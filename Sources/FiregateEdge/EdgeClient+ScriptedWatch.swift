@@ -122,6 +122,7 @@ extension EdgeClient {
         for (listenerID, entry) in listeners {
             if let targetID = targetCache.targets[entry.queryID]?.targetID, let change = event.targetChanges[targetID] {
                 listeners[listenerID]?.current = change.current
+                if change.current { limboTrackedTargets?.insert(targetID) }
             }
         }
         let resets = Set(event.targetMismatches.keys.compactMap { targetCache.queryIDs[$0] })
@@ -184,7 +185,8 @@ extension EdgeClient {
         guard scripted != nil else { return }
         var byTarget: [Int: Set<ResourcePath>] = [:]
         for entry in listeners.values where !entry.options.cacheOnly {
-            guard let targetID = targetCache.targets[entry.queryID]?.targetID else { continue }
+            guard let targetID = targetCache.targets[entry.queryID]?.targetID,
+                  limboTrackedTargets?.contains(targetID) ?? true else { continue }
             byTarget[targetID, default: []].formUnion(entry.view.limboDocuments)
         }
         for (targetID, paths) in byTarget.sorted(by: { $0.key < $1.key }) { applyLimboActions(limbo.update(targetID: targetID, limbo: paths)) }

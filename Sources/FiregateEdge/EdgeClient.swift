@@ -72,6 +72,13 @@ public actor EdgeClient {
     var tabFaults: [String: StorageFaults] = [:]
     var deferredRemoteListens: Set<String> = []
     var deferredRemoteUnlistens: Set<String> = []
+    /// Since a new primary tab took over: the targets its stream has said are current, the
+    /// only ones whose limbo documents it looks up (its views of them start not current).
+    /// Nil while no lease ever changed hands.
+    var limboTrackedTargets: Set<Int>?
+    /// Each tab's next limbo lookup target id (its sync engine's generator goes on where it
+    /// stopped when the tab is primary again).
+    var limboNextTargetIDs: [String: Int] = [:]
     /// The queries the watch connection asks the feed for: its listeners' (the feed indexes
     /// them by collection, so other collections' commits never reach this client).
     let watchInterest = FeedInterest()
@@ -150,8 +157,25 @@ public actor EdgeClient {
 
     /// What the shared persistence tells its engine about its tabs.
     func setTabContext(primary: String?, faults: [String: StorageFaults]) {
+        if primary != primaryTab { beginPrimaryTerm(of: primary) }
         primaryTab = primary
         tabFaults = faults
+    }
+
+    /// Another tab (or none) acts for the persistence now. Its sync engine starts without
+    /// limbo lookups (the old primary's went with its stream), with its own lookup id
+    /// generator; its views find their limbo documents again once watch says their target is
+    /// current; its targets carry the resume tokens stored, not the old primary's newer
+    /// unsaved ones.
+    private func beginPrimaryTerm(of primary: String?) {
+        for targetID in limbo.activeByTarget.keys { scripted?.forget(targetID) }
+        if let primaryTab { limboNextTargetIDs[primaryTab] = limbo.nextTargetID }
+        limbo = LimboResolutions(maxConcurrent: gates.maxConcurrentLimboResolutions, nextTargetID: primary.flatMap { limboNextTargetIDs[$0] } ?? 1)
+        limboTrackedTargets = []
+        targetCache.revertToSaved()
+        for target in targetCache.targets.values {
+            scripted?.setResumeToken(target.targetID, target.resumeToken, snapshotVersion: target.snapshotVersion)
+        }
     }
 
     /// Whether a listener or write comes from a tab other than the primary.
@@ -319,7 +343,6 @@ public actor EdgeClient {
     /// Another tab of the shared persistence became primary and opens its own watch stream,
     /// asking again for every target with its stored resume token.
     func reopenRemoteStreams() {
-        forgetLimboLookups()
         scripted?.restartForCredentialChange(networkOn: canUseNetwork)
     }
 
@@ -331,17 +354,9 @@ public actor EdgeClient {
         if paused {
             stopWatch()
             scripted?.suspend(offline: false)
-            forgetLimboLookups()
         } else if canUseNetwork {
             reconnect()
         }
-    }
-
-    /// A new primary's sync engine starts without limbo lookups (the old primary's went with
-    /// its stream); its views find their limbo documents again at their next update.
-    private func forgetLimboLookups() {
-        for targetID in limbo.activeByTarget.keys { scripted?.forget(targetID) }
-        limbo = LimboResolutions(maxConcurrent: gates.maxConcurrentLimboResolutions)
     }
 
     /// Tells the tree side what the network switch, the gates and the auth token allow now.

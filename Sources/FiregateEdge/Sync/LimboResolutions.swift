@@ -17,10 +17,12 @@ struct LimboResolutions {
     private(set) var enqueued: [ResourcePath] = []
     private(set) var activeByPath: [ResourcePath: Int] = [:]
     private(set) var activeByTarget: [Int: Resolution] = [:]
-    private var nextTargetID = 1
+    /// The next lookup's target id; each tab of a shared persistence has its own generator.
+    private(set) var nextTargetID: Int
 
-    init(maxConcurrent: Int) {
+    init(maxConcurrent: Int, nextTargetID: Int = 1) {
         self.maxConcurrent = maxConcurrent
+        self.nextTargetID = nextTargetID
     }
 
     /// Lookups to start and to stop.

@@ -84,6 +84,12 @@ struct ScriptedWatch {
         requests[targetID] = nil
     }
 
+    /// A new primary tab's stream asks with the resume token it finds stored.
+    mutating func setResumeToken(_ targetID: Int, _ token: String, snapshotVersion: Timestamp) {
+        targets[targetID]?.resumeToken = token
+        targets[targetID]?.snapshotVersion = snapshotVersion
+    }
+
     /// A refused target is listened to again after all (its rejection could not be stored).
     mutating func restore(_ target: WatchTarget) {
         targets[target.id] = target

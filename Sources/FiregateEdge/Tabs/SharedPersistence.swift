@@ -254,14 +254,15 @@ public final class SharedPersistence: Sendable {
             guard let primary else { return (nil, false, tabs, stale, frozen, faults) }
             return (state.lease.tab(primary)?.networkEnabled ?? false, previous != nil && previous != primary, tabs, stale, frozen, faults)
         }
-        if let primaryFaults { _ = try? await engine.setFaults(primaryFaults.json) }
-        let context = state.withLock { state in (state.networkOwner, state.faults.mapValues(\.engine)) }
-        await engine.setTabContext(primary: context.0, faults: context.1)
+        // The stream a tab that lost the lease still believes it has, before the new term.
         let streamBefore = await engine.scriptedWatchJSON
         state.withLock { state in
             for tab in stale where state.staleWatch[tab] == nil { state.staleWatch[tab] = streamBefore }
             for tab in state.staleWatch.keys where !stale.contains(tab) { state.staleWatch[tab] = nil }
         }
+        if let primaryFaults { _ = try? await engine.setFaults(primaryFaults.json) }
+        let context = state.withLock { state in (state.networkOwner, state.faults.mapValues(\.engine)) }
+        await engine.setTabContext(primary: context.0, faults: context.1)
         for tab in tabs { await engine.setViewsFrozen(ownedBy: tab, frozen.contains(tab)) }
         guard let online else {
             await engine.setRemotePaused(true)
