@@ -38,6 +38,7 @@ extension EdgeClient {
     /// remoteStoreListen for a listened query's target.
     func scriptedListen(_ queryID: String) {
         guard let target = targetCache.targets[queryID], let entry = listeners.values.first(where: { $0.queryID == queryID }) else { return }
+        if termFirstRequests[target.targetID] == nil { termFirstRequests[target.targetID] = target.resumeToken }
         scripted?.listen(WatchTarget(id: target.targetID, query: entry.query, purpose: .listen, resumeToken: target.resumeToken,
                                      snapshotVersion: target.snapshotVersion, lookupPath: entry.query.lookedUpPath(database: settings.databaseID)),
                          networkOn: canUseNetwork)

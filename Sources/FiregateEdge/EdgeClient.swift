@@ -79,6 +79,9 @@ public actor EdgeClient {
     /// Each tab's next limbo lookup target id (its sync engine's generator goes on where it
     /// stopped when the tab is primary again).
     var limboNextTargetIDs: [String: Int] = [:]
+    /// The resume token each query target was first asked for with in this term: what a tab
+    /// that lost the lease without knowing it asks for when it learns of the target.
+    var termFirstRequests: [Int: String] = [:]
     /// The queries the watch connection asks the feed for: its listeners' (the feed indexes
     /// them by collection, so other collections' commits never reach this client).
     let watchInterest = FeedInterest()
@@ -172,10 +175,34 @@ public actor EdgeClient {
         if let primaryTab { limboNextTargetIDs[primaryTab] = limbo.nextTargetID }
         limbo = LimboResolutions(maxConcurrent: gates.maxConcurrentLimboResolutions, nextTargetID: primary.flatMap { limboNextTargetIDs[$0] } ?? 1)
         limboTrackedTargets = []
+        termFirstRequests = [:]
         targetCache.revertToSaved()
         for target in targetCache.targets.values {
             scripted?.setResumeToken(target.targetID, target.resumeToken, snapshotVersion: target.snapshotVersion)
         }
+    }
+
+    /// The watch state a tab that lost the lease without knowing it believes it has: the
+    /// stream it had (`captured`), following the query targets the tabs listen to since — it
+    /// asks for new ones and drops those nobody listens to — and keeping its limbo lookups.
+    func staleWatchState(_ captured: JSON) -> JSON {
+        guard let scripted, case .object(var members) = captured else { return captured }
+        let listened = Set(scripted.targets.values.filter { $0.purpose != .limboResolution }.map(\.id))
+        var targets: [JSON] = []
+        var seen: Set<Int> = []
+        for item in captured["targets"]?.arrayValue ?? [] {
+            guard let id = item["targetId"]?.integerLike.map(Int.init) else { continue }
+            if item["purpose"] == .string(TargetPurpose.limboResolution.rawValue) || listened.contains(id) {
+                targets.append(item)
+                seen.insert(id)
+            }
+        }
+        for item in scriptedWatchJSON["targets"]?.arrayValue ?? [] {
+            guard let id = item["targetId"]?.integerLike.map(Int.init), listened.contains(id), !seen.contains(id) else { continue }
+            targets.append(item.withMember("resumeToken", .string(termFirstRequests[id] ?? "")))
+        }
+        members["targets"] = .array(targets.sorted { ($0["targetId"]?.integerLike ?? 0) < ($1["targetId"]?.integerLike ?? 0) })
+        return .object(members)
     }
 
     /// Whether a listener or write comes from a tab other than the primary.

@@ -79,7 +79,7 @@ extension EdgeClients {
             members["network"] = .object(network)
         }
         if let stale = persistence.staleWatch(id), stale["scripted"] == .bool(true) {
-            members["watch"] = stale
+            members["watch"] = await persistence.engine.staleWatchState(stale)
         } else if tab["primary"] != .bool(true), case .object(var watch)? = members["watch"], watch["scripted"] == .bool(true) {
             // The watch stream is the primary's: a secondary tab listens to nothing itself.
             for name in ["targets", "limboDocuments", "enqueuedLimboDocuments"] { watch[name] = [] }
