@@ -48,9 +48,21 @@ Tests that need what the backend mapping cannot express (existence filters, watc
 stream errors, target removal with an error, limbo expectations, snapshots not yet CURRENT while
 online, watch versions going backwards, write acks older than the watch's version, watch documents
 that do not match their target's query, messages for a re-listened target before the old removal
-is acknowledged) run with the scripted watch; what neither can express (bundles, multi-tab,
-persistence fault injection, SDK timers) is reported as SKIP with the reason (`classify`). Each mapped test runs with persistence `persistent` (skipping
-`eager-gc` tests) and `memory` (skipping `durable-persistence` tests).
+is acknowledged) run with the scripted watch, as do multi-client tests; bundles are reported as
+SKIP with the reason (`classify`). Each mapped test runs with persistence `persistent` (skipping
+`eager-gc` tests) and `memory` (skipping `durable-persistence` and, as the SDK's runner does,
+multi-client tests).
+
+A multi-client test's instances are tabs of one shared web persistence (`PUT /clients/{id}` with
+`sharedWith`, opened hidden at their first step as the runner's fake document is): `clientIndex`
+picks the tab a step runs on; each tab has its own listeners, write callbacks, snapshotsInSync
+observers and sticky expectations, and its events are read at its own steps (as the runner
+drains a client's queue only at that client's steps). `applyClientState` maps to
+`:setVisibility` and `:claimPrimary`, `shutdown` to `:terminate`, `clearPersistence` to the
+terminated tab's `:clearPersistence`; `isPrimary` and `numActiveClients` are checked against the
+tab's `tab` state; `activeTargets` of a secondary tab (or one offline) must be empty, as the
+runner checks its own connection. `setIndexConfiguration` is `PUT /clients/{id}/indexes`, and
+`indexes` expectations compare collection groups, fields and kinds.
 
 The spec JSON is read from --spec-dir, $FIREGATE_SPEC_DIR, <repo>/conformance/firestore-spec or
 <repo>/../shared/conformance/firestore-spec. The last line printed is
