@@ -136,18 +136,40 @@ def test_a_single_tab_persistence_refuses_a_second_tab(base_url, project):
     assert bad.status_code == 400
 
 
+def wait_for(condition, what):
+    for _ in range(500):
+        if condition():
+            return
+        time.sleep(0.01)
+    raise AssertionError(what)
+
+
 def test_refreshes_run_on_the_server_clock(tmp_path):
     proc, base = start_server(data_dir=tmp_path)
     try:
+        advance = lambda ms: requests.post(f"{base}/emulator/v1/clock", json={"advanceMs": ms}, timeout=10)
         k = key()
         a, b = Tab(base, "p-tabs", k), Tab(base, "p-tabs", k)
         assert requests.delete(a.url, timeout=10).status_code == 200
         assert b.tab()["primaryTab"] is None
-        assert requests.post(f"{base}/emulator/v1/clock", json={"advanceMs": 4500}, timeout=10).status_code == 200
-        for _ in range(200):
-            if b.tab()["primary"]:
-                break
-            time.sleep(0.01)
-        assert b.tab()["primary"], "B's scheduled refresh took the free lease"
+        assert advance(4500).status_code == 200
+        wait_for(lambda: b.tab()["primary"], "B's scheduled refresh took the free lease")
+
+        # A frozen primary stops refreshing: 5 s after its last refresh its lease expires and
+        # the next tab to refresh (on the clock) takes it. It acts as primary until it resumes.
+        c = Tab(base, "p-tabs", k)
+        with c.listen("notes") as sc:
+            assert b.post("freeze").json()["frozen"] is True
+            advance(4100)  # C's refresh: B's lease (4.1 s old) is still valid
+            time.sleep(0.2)
+            assert c.tab()["primaryTab"] == b.id
+            advance(4100)  # B's lease is 8.2 s old: C takes it
+            wait_for(lambda: c.tab()["primary"], "C took the expired lease")
+            assert b.tab()["primary"] and b.tab()["primaryTab"] == c.id, "frozen B still believes it is primary"
+            assert b.tab()["activeTabs"] == 1, "B's metadata is too old to count as active"
+            assert b.post("resume").json()["primary"] is False
+            assert c.tab()["activeTabs"] == 2
+            # C owns the network: its listener gets the server's answer.
+            snapshots_until(sc, lambda s: meta(s) == (False, False))
     finally:
         stop_server(proc)

@@ -68,12 +68,15 @@ public final class SharedPersistence: Sendable {
         var heldViews: Set<String> = []
         var heldWrites: [String: (pending: Set<Int64>, nextID: Int64)] = [:]
         var failedTransitions: Set<String> = []
+        /// Tabs the browser froze (Page Lifecycle): their timers and views stand still, so
+        /// their lease and metadata age until they resume.
+        var frozenTabs: Set<String> = []
 
         /// A tab's refresh with its faults: a failing refresh changes nothing; one that would
         /// make it primary while its transition fails leaves it secondary until a retry.
         mutating func refresh(_ tab: String, at now: Int64) {
             let faults = self.faults[tab] ?? TabStorageFaults()
-            guard !faults.fails(.refreshLease) else { return }
+            guard !faults.fails(.refreshLease), !frozenTabs.contains(tab) else { return }
             let wasHolder = lease.holder?.tabID == tab
             let eligible = lease.refresh(tab, at: now, mayTakeLease: !faults.failsPrimaryTransition)
             if eligible && !wasHolder && faults.failsPrimaryTransition { failedTransitions.insert(tab) }
@@ -134,6 +137,7 @@ public final class SharedPersistence: Sendable {
             state.heldViews.remove(tab)
             state.heldWrites[tab] = nil
             state.failedTransitions.remove(tab)
+            state.frozenTabs.remove(tab)
         }
         await engine.endListeners(ownedBy: tab)
         await applyNetwork()
@@ -220,6 +224,23 @@ public final class SharedPersistence: Sendable {
         await refresh(tab)
     }
 
+    /// The browser freezes the tab (`frozen`) or resumes it: a frozen tab neither refreshes its
+    /// lease nor updates its views; once resumed it refreshes at once and its views catch up.
+    /// A frozen primary's lease expires 5 s (server clock) after its last refresh, and the
+    /// next tab to refresh takes it.
+    public func setFrozen(_ tab: String, _ frozen: Bool) async {
+        let now = clock.nowMicros()
+        state.withLock { state in
+            guard state.lease.tab(tab) != nil else { return }
+            if frozen {
+                state.frozenTabs.insert(tab)
+            } else if state.frozenTabs.remove(tab) != nil {
+                state.refresh(tab, at: now)
+            }
+        }
+        await applyNetwork()
+    }
+
     /// The tab's `client_metadata_refresh` timer, run now.
     public func refresh(_ tab: String) async {
         let now = clock.nowMicros()
@@ -248,7 +269,7 @@ public final class SharedPersistence: Sendable {
             state.networkOwner = primary
             let tabs = state.lease.tabs.map(\.id)
             let stale = Set(state.lease.stalePrimaries(at: now))
-            let frozen = stale.union(state.heldViews)
+            let frozen = stale.union(state.heldViews).union(state.frozenTabs)
             // A new primary's failing transactions are the engine's.
             let faults = primary != previous ? (primary.flatMap { state.faults[$0] }?.engine ?? StorageFaults()) : nil
             guard let primary else { return (nil, false, tabs, stale, frozen, faults) }
@@ -331,6 +352,7 @@ public final class SharedPersistence: Sendable {
                 "visible": .bool(me?.visible ?? false),
                 "networkEnabled": .bool(me?.networkEnabled ?? false),
                 "activeTabs": .int(Int64(state.lease.activeTabs(at: now).count)),
+                "frozen": .bool(state.frozenTabs.contains(tab)),
             ]
         }
     }

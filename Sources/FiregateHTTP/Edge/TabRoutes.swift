@@ -22,6 +22,8 @@ struct TabRoutes {
             await persistence.setVisibility(tab, visible: visible)
         case "claimPrimary":
             await persistence.claimPrimary(tab)
+        case "freeze", "resume":
+            await persistence.setFrozen(tab, verb == "freeze")
         case "runTimer":
             let body = try await request.jsonObjectBody()
             guard let name = body["timer"]?.stringValue, let timers = SDKTimer.parse(name) else {
