@@ -69,7 +69,14 @@ public final class EdgeClients: Sendable {
             await client.restoreNetwork(archive.network)
             await client.updateTreeLink()
             if !archive.tree.writes.isEmpty { await client.tree.begin() }
-            clients.withLock { $0[archive.id] = client }
+            if let key = EdgeClients.sharedPersistenceKey(archive.id) {
+                // A shared persistence comes back without tabs; the next tab opening it finds
+                // its cache and queue, and the network waits for a primary.
+                await client.setRemotePaused(true)
+                _ = shared.persistence(key) { SharedPersistence(key: key, engine: client, clock: backend.clock) }
+            } else {
+                clients.withLock { $0[archive.id] = client }
+            }
             backend.operations.record(.client(client: archive.id, action: "imported"))
             await client.pumpWrites()
         }

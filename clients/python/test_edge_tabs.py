@@ -173,3 +173,29 @@ def test_refreshes_run_on_the_server_clock(tmp_path):
             snapshots_until(sc, lambda s: meta(s) == (False, False))
     finally:
         stop_server(proc)
+
+
+def test_a_shared_persistence_survives_export_and_import(tmp_path):
+    proc, base = start_server(data_dir=tmp_path)
+    try:
+        k = key()
+        a = Tab(base, "p-arch", k)
+        assert a.set("notes/kept", v=1).status_code == 200
+        assert requests.post(f"{a.url}:waitForPendingWrites", timeout=30).status_code == 200
+        assert a.post("disableNetwork").status_code == 200
+        assert a.set("notes/queued", v=2).status_code == 200
+        archive = requests.post(f"{base}/emulator/v1/export", json={"clients": True}, timeout=10).json()
+        assert [c["id"] for c in archive["clients"]] == [f"sharedWith/{k}"]
+        assert requests.post(f"{base}/emulator/v1/import", json=archive, timeout=10).status_code == 200
+        assert requests.get(f"{base}/clients", timeout=10).json()["clients"] == [], "the import opens no tab"
+        b = Tab(base, "p-arch", k)
+        assert b.opened.status_code == 200 and b.tab()["primary"]
+        r = requests.get(f"{b.data}/notes/kept", params={"source": "cache"}, timeout=10)
+        assert r.status_code == 200 and r.json()["fields"]["v"] == {"integerValue": "1"}
+        # The queued write comes back with the persistence and is sent by its new primary.
+        assert requests.post(f"{b.url}:waitForPendingWrites", timeout=30).status_code == 200
+        assert requests.get(f"{base}{docs_path('p-arch')}/notes/queued", timeout=10).status_code == 200
+        bad = requests.put(f"{base}/clients/sharedWith%2F{k}", json={}, timeout=10)
+        assert bad.status_code == 400 and bad.json()["error"]["status"] == "INVALID_ARGUMENT"
+    finally:
+        stop_server(proc)

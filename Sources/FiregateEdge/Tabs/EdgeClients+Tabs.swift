@@ -6,6 +6,15 @@ extension EdgeClients {
     /// The shared persistence `id` is an open tab of, if it is one.
     public func persistence(ofTab id: String) -> SharedPersistence? { shared.openTab(id) }
 
+    /// The id a shared persistence's engine stores its cache and queue under (and archives
+    /// carry): no client id of a URL can be it, a `/` would end it.
+    static func engineID(_ key: String) -> String { "sharedWith/" + key }
+
+    /// The persistence key of an engine id, nil for any other client id.
+    public static func sharedPersistenceKey(_ id: String) -> String? {
+        id.hasPrefix("sharedWith/") ? String(id.dropFirst("sharedWith/".count)) : nil
+    }
+
     /// Whether `id` is a tab that closed (terminated): it answers as terminated.
     public func isClosedTab(_ id: String) -> Bool { shared.closedTab(id) != nil }
 
@@ -24,9 +33,8 @@ extension EdgeClients {
         guard asked.platform == .web, asked.persistence == .persistent else {
             throw .invalidArgument("sharedWith needs {\"platform\": \"web\", \"persistence\": \"persistent\"}: tabs share the web SDK's IndexedDB persistence.")
         }
-        // The engine's storage id cannot be a client id of a URL (a `/` would end it).
         let (persistence, created) = shared.persistence(request.key) {
-            SharedPersistence(key: request.key, engine: makeClient("sharedWith/" + request.key), clock: backend.clock)
+            SharedPersistence(key: request.key, engine: makeClient(EdgeClients.engineID(request.key)), clock: backend.clock)
         }
         let current = await persistence.engine.settings
         let engineStarted = await persistence.engine.started

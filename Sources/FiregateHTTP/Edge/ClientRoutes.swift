@@ -44,6 +44,9 @@ struct ClientRoutes: Sendable {
         }
         let id = try PercentDecoding.decode(rawID)
         guard !id.isEmpty, id.utf8.count <= 256 else { throw .invalidArgument("Invalid client id \"\(id)\".") }
+        guard EdgeClients.sharedPersistenceKey(id) == nil else {
+            throw .invalidArgument("Client ids starting with \"sharedWith/\" are the shared persistences' own; open a tab with {\"sharedWith\": key} instead.")
+        }
         let prefixLength = "/clients/".utf8.count + idPart.utf8.count
         if clients.isClosedTab(id) {
             // A terminated tab answers its state, DELETE, clearPersistence and a PUT that
