@@ -174,18 +174,6 @@ extension EdgeClient {
         for observer in inSyncObservers.values { observer.yield(.snapshotsInSync) }
     }
 
-    /// A tab that still acts as primary after losing the lease hears nothing of the new
-    /// primary's changes (`frozen`) until its next refresh, when its views catch up at once.
-    func setViewsFrozen(ownedBy tab: String, _ frozen: Bool) {
-        guard frozen != frozenTabs.contains(tab) else { return }
-        if frozen {
-            frozenTabs.insert(tab)
-        } else {
-            frozenTabs.remove(tab)
-            updateViews(listeners.filter { $0.value.options.owner == tab }.map(\.key).sorted())
-        }
-    }
-
     /// The primary's retry: the other tabs' queries it could not take up or let go of go to
     /// watch now, if its storage works again. True if any did.
     func retryDeferredTargets() -> Bool {
@@ -205,23 +193,6 @@ extension EdgeClient {
             ran = true
         }
         return ran
-    }
-
-    /// A tab signs in as `user` (nil: it closed): its views show that user's queued writes.
-    func setTabUser(_ tab: String, _ user: String?) {
-        guard tabUsers[tab] != user else { return }
-        tabUsers[tab] = user
-        updateViews(listeners.filter { $0.value.options.owner == tab }.map(\.key).sorted())
-    }
-
-    /// A tab of a shared persistence closed: its listeners end, the other tabs' stay.
-    func endListeners(ownedBy tab: String) {
-        frozenTabs.remove(tab)
-        tabUsers[tab] = nil
-        for (listenerID, entry) in listeners where entry.options.owner == tab {
-            entry.output.finish()
-            removeListener(listenerID)
-        }
     }
 
     func endListeners(with error: FiregateError?) {

@@ -82,6 +82,8 @@ public actor EdgeClient {
     /// The resume token each query target was first asked for with in this term: what a tab
     /// that lost the lease without knowing it asks for when it learns of the target.
     var termFirstRequests: [Int: String] = [:]
+    /// The newest `TabDecision` applied.
+    var appliedTabGeneration: UInt64 = 0
     /// The queries the watch connection asks the feed for: its listeners' (the feed indexes
     /// them by collection, so other collections' commits never reach this client).
     let watchInterest = FeedInterest()
@@ -156,62 +158,6 @@ public actor EdgeClient {
         guard user != currentUser else { return localView() }
         remote.indexes.compact()
         return LocalViewBuilder(database: settings.databaseID, remote: remote, queue: parkedQueues[user] ?? MutationQueue())
-    }
-
-    /// What the shared persistence tells its engine about its tabs.
-    func setTabContext(primary: String?, faults: [String: StorageFaults]) {
-        if primary != primaryTab { beginPrimaryTerm(of: primary) }
-        primaryTab = primary
-        tabFaults = faults
-    }
-
-    /// Another tab (or none) acts for the persistence now. Its sync engine starts without
-    /// limbo lookups (the old primary's went with its stream), with its own lookup id
-    /// generator; its views find their limbo documents again once watch says their target is
-    /// current; its targets carry the resume tokens stored, not the old primary's newer
-    /// unsaved ones.
-    private func beginPrimaryTerm(of primary: String?) {
-        for targetID in limbo.activeByTarget.keys { scripted?.forget(targetID) }
-        if let primaryTab { limboNextTargetIDs[primaryTab] = limbo.nextTargetID }
-        limbo = LimboResolutions(maxConcurrent: gates.maxConcurrentLimboResolutions, nextTargetID: primary.flatMap { limboNextTargetIDs[$0] } ?? 1)
-        limboTrackedTargets = []
-        termFirstRequests = [:]
-        targetCache.revertToSaved()
-        for target in targetCache.targets.values {
-            scripted?.setResumeToken(target.targetID, target.resumeToken, snapshotVersion: target.snapshotVersion)
-        }
-    }
-
-    /// The watch state a tab that lost the lease without knowing it believes it has: the
-    /// stream it had (`captured`), following the query targets the tabs listen to since — it
-    /// asks for new ones and drops those nobody listens to — and keeping its limbo lookups.
-    func staleWatchState(_ captured: JSON) -> JSON {
-        guard let scripted, case .object(var members) = captured else { return captured }
-        let listened = Set(scripted.targets.values.filter { $0.purpose != .limboResolution }.map(\.id))
-        var targets: [JSON] = []
-        var seen: Set<Int> = []
-        for item in captured["targets"]?.arrayValue ?? [] {
-            guard let id = item["targetId"]?.integerLike.map(Int.init) else { continue }
-            if item["purpose"] == .string(TargetPurpose.limboResolution.rawValue) || listened.contains(id) {
-                targets.append(item)
-                seen.insert(id)
-            }
-        }
-        for item in scriptedWatchJSON["targets"]?.arrayValue ?? [] {
-            guard let id = item["targetId"]?.integerLike.map(Int.init), listened.contains(id), !seen.contains(id) else { continue }
-            targets.append(item.withMember("resumeToken", .string(termFirstRequests[id] ?? "")))
-        }
-        members["targets"] = .array(targets.sorted { ($0["targetId"]?.integerLike ?? 0) < ($1["targetId"]?.integerLike ?? 0) })
-        return .object(members)
-    }
-
-    /// Whether a listener or write comes from a tab other than the primary.
-    func isSecondary(_ tab: String?) -> Bool { tab != nil && tab != primaryTab }
-
-    /// Every user's pending batch ids, and the next id a batch will get.
-    func batchIDs() -> (Set<Int64>, Int64) {
-        let all = queue.batches + parkedQueues.values.flatMap(\.batches)
-        return (Set(all.map(\.id)), parkedQueues.values.reduce(queue.nextID) { Swift.max($0, $1.nextID) })
     }
 
     /// The user a listener's or a write's tab is signed in as (the client's own user when it
@@ -365,25 +311,6 @@ public actor EdgeClient {
         if wasOnline && !conditions.online { goOffline() }
         if !wasOnline && conditions.online { goOnline() }
         await updateTreeLink()
-    }
-
-    /// Another tab of the shared persistence became primary and opens its own watch stream,
-    /// asking again for every target with its stored resume token.
-    func reopenRemoteStreams() {
-        scripted?.restartForCredentialChange(networkOn: canUseNetwork)
-    }
-
-    /// No tab holds the lease (`paused`): the streams close without a word to the listeners,
-    /// whose online state is the last primary's; the next primary opens them again.
-    func setRemotePaused(_ paused: Bool) {
-        guard paused != remotePaused else { return }
-        remotePaused = paused
-        if paused {
-            stopWatch()
-            scripted?.suspend(offline: false)
-        } else if canUseNetwork {
-            reconnect()
-        }
     }
 
     /// Tells the tree side what the network switch, the gates and the auth token allow now.

@@ -72,7 +72,7 @@ public final class EdgeClients: Sendable {
             if let key = EdgeClients.sharedPersistenceKey(archive.id) {
                 // A shared persistence comes back without tabs; the next tab opening it finds
                 // its cache and queue, and the network waits for a primary.
-                await client.setRemotePaused(true)
+                await client.pauseUntilPrimary()
                 _ = shared.persistence(key) { SharedPersistence(key: key, engine: client, clock: backend.clock) }
             } else {
                 clients.withLock { $0[archive.id] = client }

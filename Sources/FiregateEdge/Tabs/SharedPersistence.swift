@@ -54,8 +54,9 @@ public final class SharedPersistence: Sendable {
         /// Each open tab's manager (every tab of a persistence names its own).
         var managers: [String: TabManager] = [:]
         var refresher: Task<Void, Never>?
-        /// The primary the engine's network last followed.
+        /// The primary of the last decision, and that decision's number.
         var networkOwner: String?
+        var generation: UInt64 = 0
         /// What the watch stream of each tab that lost the lease without knowing it asked for
         /// when it lost it: that tab still believes the stream is its own.
         var staleWatch: [String: JSON] = [:]
@@ -167,13 +168,12 @@ public final class SharedPersistence: Sendable {
         var faults = state.withLock { $0.faults[tab] ?? TabStorageFaults() }
         try faults.update(json)
         let (pending, nextID) = await engine.batchIDs()
-        let primary = state.withLock { state -> Bool in
+        state.withLock { state in
             state.faults[tab] = faults
             if faults.holdsViews { state.heldViews.insert(tab) }
             if faults.fails(.lookupMutationDocuments), state.heldWrites[tab] == nil { state.heldWrites[tab] = (pending, nextID) }
-            return state.networkOwner == tab
         }
-        if primary { _ = try await engine.setFaults(faults.engine.json) }
+        await engine.setFaults(faults.engine, ofTab: tab)
         await applyNetwork()
         return faults.json
     }
@@ -257,56 +257,31 @@ public final class SharedPersistence: Sendable {
 
     public var lease: PrimaryLease { state.withLock { $0.lease } }
 
-    /// The engine's network follows the primary tab's. When the lease passes straight from one
-    /// tab to another, the new primary opens its own streams (re-listening with the stored
-    /// resume tokens), as a newly primary SDK tab does.
+    /// Tells the engine what the tabs decided, as one numbered snapshot it applies at once
+    /// (`TabDecision`): the primary, its network and user, the views that wait, the faults.
+    /// The engine's network follows the primary tab's; between primaries its streams pause.
     private func applyNetwork() async {
         let now = clock.nowMicros()
-        let (online, handedOver, tabs, stale, frozen, primaryFaults) = state.withLock {
-            state -> (Bool?, Bool, [String], Set<String>, Set<String>, StorageFaults?) in
+        let (decision, stale) = state.withLock { state -> (TabDecision, Set<String>) in
+            state.generation += 1
             let primary = state.lease.primary(at: now)
-            let previous = state.networkOwner
             state.networkOwner = primary
-            let tabs = state.lease.tabs.map(\.id)
             let stale = Set(state.lease.stalePrimaries(at: now))
-            let frozen = stale.union(state.heldViews).union(state.frozenTabs)
-            // A new primary's failing transactions are the engine's.
-            let faults = primary != previous ? (primary.flatMap { state.faults[$0] }?.engine ?? StorageFaults()) : nil
-            guard let primary else { return (nil, false, tabs, stale, frozen, faults) }
-            return (state.lease.tab(primary)?.networkEnabled ?? false, previous != nil && previous != primary, tabs, stale, frozen, faults)
+            let decision = TabDecision(
+                generation: state.generation, primary: primary,
+                primaryNetworkEnabled: primary.flatMap { state.lease.tab($0)?.networkEnabled } ?? false,
+                primaryAuth: primary.flatMap { state.auths[$0] },
+                frozenTabs: stale.union(state.heldViews).union(state.frozenTabs),
+                faults: state.faults.mapValues(\.engine))
+            return (decision, stale)
         }
-        // The stream a tab that lost the lease still believes it has, before the new term.
-        let streamBefore = await engine.scriptedWatchJSON
+        guard let streamBefore = await engine.apply(decision) else { return }
+        // A tab that just lost the lease without knowing it keeps the stream it had.
         state.withLock { state in
+            guard state.generation == decision.generation else { return }
             for tab in stale where state.staleWatch[tab] == nil { state.staleWatch[tab] = streamBefore }
             for tab in state.staleWatch.keys where !stale.contains(tab) { state.staleWatch[tab] = nil }
         }
-        if let primaryFaults { _ = try? await engine.setFaults(primaryFaults.json) }
-        let context = state.withLock { state in (state.networkOwner, state.faults.mapValues(\.engine)) }
-        await engine.setTabContext(primary: context.0, faults: context.1)
-        for tab in tabs { await engine.setViewsFrozen(ownedBy: tab, frozen.contains(tab)) }
-        guard let online else {
-            await engine.setRemotePaused(true)
-            return
-        }
-        await adoptPrimaryUser(at: now)
-        // The switch first, so that unpausing opens the streams only if the primary's is on.
-        if online { await engine.enableNetwork() } else { await engine.disableNetwork() }
-        await engine.setRemotePaused(false)
-        if online && handedOver { await engine.reopenRemoteStreams() }
-    }
-
-    /// The connection sends the primary tab's user's writes: a new primary signed in as
-    /// another user switches the shared queue to that user's (as a user change does).
-    private func adoptPrimaryUser(at now: Int64) async {
-        let (primary, auth) = state.withLock { state -> (String?, JSON?) in
-            let primary = state.lease.primary(at: now)
-            return (primary, primary.flatMap { state.auths[$0] })
-        }
-        guard primary != nil else { return }
-        let uid = auth.flatMap { try? ClientAuth.parse($0) }?.uid ?? ""
-        guard await engine.currentUser != uid else { return }
-        _ = try? await engine.setAuth(auth ?? [:])
     }
 
     /// Whether `tab` holds the lease now: only the primary's streams carry watch messages and

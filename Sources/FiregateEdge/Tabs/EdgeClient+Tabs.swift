@@ -1,0 +1,148 @@
+import FiregateModel
+
+/// The engine's side of a shared web persistence (`SharedPersistence`): it applies the tabs'
+/// decisions, keeps each tab's user and frozen views, and knows which queries came from a
+/// secondary tab.
+extension EdgeClient {
+    /// Applies `decision` if it is newer than the last one, in one step: the primary's faults
+    /// and sync-engine term, frozen views, the primary's user and network, paused or reopened
+    /// streams. Returns the watch state before it changed (what a tab that just lost the lease
+    /// believes it still has), or nil for an outdated decision.
+    func apply(_ decision: TabDecision) async -> JSON? {
+        guard decision.generation > appliedTabGeneration else { return nil }
+        appliedTabGeneration = decision.generation
+        let streamBefore = scriptedWatchJSON
+        let previous = primaryTab
+        if decision.primary != previous {
+            faults = StorageFaults()
+            if let primary = decision.primary, let primaryFaults = decision.faults[primary] { faults = primaryFaults }
+            beginPrimaryTerm(of: decision.primary)
+        }
+        primaryTab = decision.primary
+        tabFaults = decision.faults
+        for tab in Set(tabUsers.keys).union(frozenTabs).union(decision.frozenTabs) {
+            setViewsFrozen(ownedBy: tab, decision.frozenTabs.contains(tab))
+        }
+        guard decision.primary != nil else {
+            setRemotePaused(true)
+            return streamBefore
+        }
+        let primaryAuth = decision.primaryAuth.flatMap { try? ClientAuth.parse($0) }
+        if (primaryAuth?.uid ?? "") != currentUser {
+            // The connection sends the new primary's user's writes (a user change).
+            applyUserChange(primaryAuth)
+        }
+        if decision.primaryNetworkEnabled != network.online {
+            network.online = decision.primaryNetworkEnabled
+            if network.online { goOnline() } else { goOffline() }
+        }
+        setRemotePaused(false)
+        if previous != nil, decision.primary != previous, network.online {
+            // The lease passed straight to another tab: it opens its own stream.
+            scripted?.restartForCredentialChange(networkOn: canUseNetwork)
+        }
+        await updateTreeLink()
+        return streamBefore
+    }
+
+    /// The faults a tab's transactions have now (the primary's are the engine's own `faults`).
+    func setFaults(_ faults: StorageFaults, ofTab tab: String) {
+        tabFaults[tab] = faults
+        if tab == primaryTab { self.faults = faults }
+    }
+
+    /// Another tab (or none) acts for the persistence now. Its sync engine starts without
+    /// limbo lookups (the old primary's went with its stream), with its own lookup id
+    /// generator; its views find their limbo documents again once watch says their target is
+    /// current; its targets carry the resume tokens stored, not the old primary's newer
+    /// unsaved ones.
+    private func beginPrimaryTerm(of primary: String?) {
+        for targetID in limbo.activeByTarget.keys { scripted?.forget(targetID) }
+        if let primaryTab { limboNextTargetIDs[primaryTab] = limbo.nextTargetID }
+        limbo = LimboResolutions(maxConcurrent: gates.maxConcurrentLimboResolutions, nextTargetID: primary.flatMap { limboNextTargetIDs[$0] } ?? 1)
+        limboTrackedTargets = []
+        termFirstRequests = [:]
+        targetCache.revertToSaved()
+        for target in targetCache.targets.values {
+            scripted?.setResumeToken(target.targetID, target.resumeToken, snapshotVersion: target.snapshotVersion)
+        }
+    }
+
+    /// An imported shared persistence waits for a tab to hold the lease.
+    func pauseUntilPrimary() { setRemotePaused(true) }
+
+    /// No tab holds the lease (`paused`): the streams close without a word to the listeners,
+    /// whose online state is the last primary's; the next primary opens them again.
+    private func setRemotePaused(_ paused: Bool) {
+        guard paused != remotePaused else { return }
+        remotePaused = paused
+        if paused {
+            stopWatch()
+            scripted?.suspend(offline: false)
+        } else if canUseNetwork {
+            reconnect()
+        }
+    }
+
+    /// A tab whose views wait (`frozen`) hears nothing of the others' changes; released, its
+    /// views catch up at once.
+    private func setViewsFrozen(ownedBy tab: String, _ frozen: Bool) {
+        guard frozen != frozenTabs.contains(tab) else { return }
+        if frozen {
+            frozenTabs.insert(tab)
+        } else {
+            frozenTabs.remove(tab)
+            updateViews(listeners.filter { $0.value.options.owner == tab }.map(\.key).sorted())
+        }
+    }
+
+    /// A tab signs in as `user` (nil: it closed): its views show that user's queued writes.
+    func setTabUser(_ tab: String, _ user: String?) {
+        guard tabUsers[tab] != user else { return }
+        tabUsers[tab] = user
+        updateViews(listeners.filter { $0.value.options.owner == tab }.map(\.key).sorted())
+    }
+
+    /// A tab of a shared persistence closed: its listeners end, the other tabs' stay.
+    func endListeners(ownedBy tab: String) {
+        frozenTabs.remove(tab)
+        tabUsers[tab] = nil
+        tabFaults[tab] = nil
+        for (listenerID, entry) in listeners where entry.options.owner == tab {
+            entry.output.finish()
+            removeListener(listenerID)
+        }
+    }
+
+    /// Whether a listener or write comes from a tab other than the primary.
+    func isSecondary(_ tab: String?) -> Bool { tab != nil && tab != primaryTab }
+
+    /// Every user's pending batch ids, and the next id a batch will get.
+    func batchIDs() -> (Set<Int64>, Int64) {
+        let all = queue.batches + parkedQueues.values.flatMap(\.batches)
+        return (Set(all.map(\.id)), parkedQueues.values.reduce(queue.nextID) { Swift.max($0, $1.nextID) })
+    }
+
+    /// The watch state a tab that lost the lease without knowing it believes it has: the
+    /// stream it had (`captured`), following the query targets the tabs listen to since — it
+    /// asks for new ones and drops those nobody listens to — and keeping its limbo lookups.
+    func staleWatchState(_ captured: JSON) -> JSON {
+        guard let scripted, case .object(var members) = captured else { return captured }
+        let listened = Set(scripted.targets.values.filter { $0.purpose != .limboResolution }.map(\.id))
+        var targets: [JSON] = []
+        var seen: Set<Int> = []
+        for item in captured["targets"]?.arrayValue ?? [] {
+            guard let id = item["targetId"]?.integerLike.map(Int.init) else { continue }
+            if item["purpose"] == .string(TargetPurpose.limboResolution.rawValue) || listened.contains(id) {
+                targets.append(item)
+                seen.insert(id)
+            }
+        }
+        for item in scriptedWatchJSON["targets"]?.arrayValue ?? [] {
+            guard let id = item["targetId"]?.integerLike.map(Int.init), listened.contains(id), !seen.contains(id) else { continue }
+            targets.append(item.withMember("resumeToken", .string(termFirstRequests[id] ?? "")))
+        }
+        members["targets"] = .array(targets.sorted { ($0["targetId"]?.integerLike ?? 0) < ($1["targetId"]?.integerLike ?? 0) })
+        return .object(members)
+    }
+}
