@@ -1,5 +1,6 @@
 import FiregateBackend
 import FiregateModel
+import FiregateStore
 
 /// Tabs of shared web persistences among the server's clients.
 extension EdgeClients {
@@ -66,6 +67,8 @@ extension EdgeClients {
         }
         for tab in shared.remove(persistence) { await persistence.close(tab) }
         await retire(persistence.engine, reason: nil)
+        // Stored before this answers: a tab opening the key next must find nothing.
+        try? await EdgeCacheStorage(store: backend.store, clientID: EdgeClients.engineID(persistence.key)).flush()
         backend.operations.record(.client(client: id, action: "persistenceCleared"))
     }
 
