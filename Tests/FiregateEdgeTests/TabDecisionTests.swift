@@ -1,0 +1,39 @@
+import FiregateBackend
+import FiregateModel
+import XCTest
+
+@testable import FiregateEdge
+
+/// The engine of a shared persistence applies the tabs' decisions whole, newest first wins: an
+/// older decision reaching it late changes nothing.
+final class TabDecisionTests: XCTestCase {
+    func decision(_ generation: UInt64, primary: String?, online: Bool = true, frozen: Set<String> = []) -> TabDecision {
+        TabDecision(generation: generation, primary: primary, primaryNetworkEnabled: online, primaryAuth: nil, frozenTabs: frozen, faults: [:])
+    }
+
+    func testTheNewestDecisionWinsAndTheNetworkFollowsThePrimary() async throws {
+        let backend = try await Backend(directory: nil, defaultProject: "p", extraMigrations: EdgeClients.migrations)
+        let engine = EdgeClients(backend: backend).client("engine")
+        let first = await engine.apply(decision(2, primary: "A", online: false))
+        XCTAssertNotNil(first)
+        let offline = await engine.isOnline
+        XCTAssertFalse(offline, "the primary's switch is off")
+        let late = await engine.apply(decision(1, primary: "B", online: true))
+        XCTAssertNil(late, "an older decision is ignored")
+        let stillOffline = await engine.isOnline
+        let primary = await engine.primaryTab
+        XCTAssertFalse(stillOffline)
+        XCTAssertEqual(primary, "A")
+
+        _ = await engine.apply(decision(3, primary: nil))
+        let paused = await engine.remotePaused
+        XCTAssertTrue(paused, "between primaries the streams pause")
+        let onlineState = await engine.onlineState
+        XCTAssertEqual(onlineState, .offline, "the online state stays the last primary's")
+        _ = await engine.apply(decision(4, primary: "B", online: true, frozen: ["A"]))
+        let (resumed, nowOnline, frozen) = await (engine.remotePaused, engine.isOnline, engine.frozenTabs)
+        XCTAssertFalse(resumed)
+        XCTAssertTrue(nowOnline)
+        XCTAssertEqual(frozen, ["A"])
+    }
+}
