@@ -8,47 +8,6 @@ import Synchronization
 /// exists with its network enabled, so a secondary's writes wait for a primary to send them
 /// and its listeners see the primary's online state, as in the web SDK's multi-tab mode.
 public final class SharedPersistence: Sendable {
-    /// The SDK's `persistentMultipleTabManager()` or `persistentSingleTabManager()`.
-    public enum TabManager: String, Sendable {
-        case multiple, single
-    }
-
-    /// What a tab asks for beside the client settings.
-    public struct TabRequest: Sendable {
-        public var key: String
-        public var manager: TabManager
-        public var visible: Bool
-
-        /// Takes `sharedWith`, `tabManager` and `visible` out of a `PUT /clients/{id}` body;
-        /// nil when the body names no `sharedWith`.
-        public static func parse(_ json: inout JSON) throws(FiregateError) -> TabRequest? {
-            guard case .object(var members) = json, let shared = members.removeValue(forKey: "sharedWith"), shared != .null else { return nil }
-            guard let key = shared.stringValue, !key.isEmpty, key.utf8.count <= 256 else {
-                throw .invalidArgument("sharedWith must be a non-empty persistence key of at most 256 bytes.")
-            }
-            var manager = TabManager.multiple
-            if let value = members.removeValue(forKey: "tabManager"), value != .null {
-                guard let name = value.stringValue, let parsed = TabManager(rawValue: name) else {
-                    throw .invalidArgument("tabManager must be \"multiple\" or \"single\".")
-                }
-                manager = parsed
-            }
-            var visible = true
-            if let value = members.removeValue(forKey: "visible"), value != .null {
-                guard let flag = value.boolValue else { throw .invalidArgument("visible must be a boolean.") }
-                visible = flag
-            }
-            json = .object(members)
-            return TabRequest(key: key, manager: manager, visible: visible)
-        }
-    }
-
-    /// The SDK's PRIMARY_LEASE_EXCLUSIVE_ERROR_MSG: another tab holds the persistence without
-    /// multi-tab synchronization.
-    static let exclusiveMessage = "Failed to obtain exclusive access to the persistence layer. To allow shared access, multi-tab synchronization has to be enabled in all tabs. If you are using `experimentalForceOwningTab:true`, make sure that only one tab has persistence enabled at any given time."
-    /// The SDK's PRIMARY_LEASE_LOST_ERROR_MSG: a single-tab client that cannot be primary.
-    static let leaseLostMessage = "The current tab is not in the required state to perform this operation. It might be necessary to refresh the browser tab."
-
     private struct State {
         var lease = PrimaryLease()
         /// Each open tab's manager (every tab of a persistence names its own).
@@ -160,8 +119,6 @@ public final class SharedPersistence: Sendable {
         return json.flatMap { try? ClientAuth.parse($0) }.map { $0.json.withMember("writesPaused", false) } ?? ["uid": .null, "writesPaused": false]
     }
 
-    public func contains(_ tab: String) -> Bool { state.withLock { $0.lease.tab(tab) != nil } }
-
     /// `PUT /clients/{tab}/faults`: the tab's own transactions fail; the engine's ones too
     /// while it is primary. Views that can no longer read other tabs' changes wait.
     public func setFaults(_ tab: String, _ json: JSON) async throws(FiregateError) -> JSON {
@@ -254,8 +211,6 @@ public final class SharedPersistence: Sendable {
         state.withLock { $0.lease.claim(tab, at: now) }
         await applyNetwork()
     }
-
-    public var lease: PrimaryLease { state.withLock { $0.lease } }
 
     /// Tells the engine what the tabs decided, as one numbered snapshot it applies at once
     /// (`TabDecision`): the primary, its network and user, the views that wait, the faults.
