@@ -62,7 +62,7 @@ extension EdgeClient {
     public func deliverWatch(_ json: JSON) throws(FiregateError) -> JSON {
         try beginDataCall()
         guard var watch = scripted else {
-            throw .clientState("The client's watch is not scripted: PUT /clients/\(id)/gates {\"scriptedWatch\":true} first.")
+            throw .clientState("The client's watch is not scripted: PUT its gates {\"scriptedWatch\":true} first.")
         }
         let message = try WatchMessage(json: json, database: settings.databaseID)
         if case .targetChange(_, let ids, nil, _, _?) = message, ids.isEmpty, faults.fails(.getLastRemoteSnapshotVersion) {

@@ -36,7 +36,7 @@ public struct StorageFaults: Sendable, Equatable {
         var next: Set<Operation> = []
         for item in items {
             guard let name = item.stringValue, let operation = Operation(rawValue: name) else {
-                throw .invalidArgument("Unknown storage operation \(item); expected one of \(Operation.allCases.map { "\"\($0.rawValue)\"" }.joined(separator: ", ")).")
+                throw .invalidArgument("Unknown storage operation \(JSONWriter.string(item)); expected one of \(Operation.allCases.map { "\"\($0.rawValue)\"" }.joined(separator: ", ")).")
             }
             next.insert(operation)
         }
