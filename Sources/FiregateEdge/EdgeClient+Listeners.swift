@@ -123,6 +123,7 @@ extension EdgeClient {
 
     /// Gives listeners whose first snapshot was held back a chance to raise it.
     func raiseOnlineState(for ids: [Int]? = nil) {
+        broadcastOnlineStateIfChanged()
         let raisedBefore = eventCounter
         defer { raiseSnapshotsInSync(ifRaisedSince: raisedBefore) }
         for listenerID in ids ?? Array(listeners.keys).sorted() {
@@ -147,6 +148,7 @@ extension EdgeClient {
         if !gates.holdWatch { await catchUpWithWatch() }
         for entry in listeners.values { entry.output.yield(.sync(token: token)) }
         for observer in inSyncObservers.values { observer.yield(.sync(token: token)) }
+        for observer in sharedStateObservers.values { observer.yield(.sync(token: token)) }
     }
 
     /// `onSnapshotsInSync`: the stream gets one event at once, then one after every change
@@ -199,8 +201,9 @@ extension EdgeClient {
         let entries = listeners.values
         listeners.removeAll()
         heldTargets.removeAll()
-        let outputs = entries.map(\.output) + inSyncObservers.values
+        let outputs = entries.map(\.output) + inSyncObservers.values + sharedStateObservers.values
         inSyncObservers.removeAll()
+        sharedStateObservers.removeAll()
         for output in outputs {
             if let error { output.yield(.error(error)) }
             output.finish()

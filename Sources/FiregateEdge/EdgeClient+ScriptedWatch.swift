@@ -120,6 +120,9 @@ extension EdgeClient {
             if old.resumeToken.isEmpty || changedDocuments || tokenAge >= 300_000_000 { persistTarget(queryID) }
         }
         for (path, update) in event.documentUpdates.sorted(by: { $0.key < $1.key }) { acceptScripted(path, update) }
+        for (targetID, change) in event.targetChanges.sorted(by: { $0.key < $1.key }) where change.current && !limbo.isLookup(targetID) {
+            broadcast(EdgeClient.targetNotification(targetID, "current"))
+        }
         for (listenerID, entry) in listeners {
             if let targetID = targetCache.targets[entry.queryID]?.targetID, let change = event.targetChanges[targetID] {
                 listeners[listenerID]?.current = change.current
@@ -156,6 +159,7 @@ extension EdgeClient {
     private func rejectListens(_ targets: [WatchTarget], _ error: FiregateError) {
         for target in targets {
             let targetID = target.id
+            if !limbo.isLookup(targetID) { broadcast(EdgeClient.targetNotification(targetID, "rejected")) }
             if limbo.isLookup(targetID), faults.fails(.applyRemoteEvent) {
                 // Dropping the document fails: the lookup stays, and is asked for again when
                 // the network comes back.

@@ -142,6 +142,9 @@ extension EdgeClient {
                 acceptFromWatch(path, doc)
             }
             entry.serverPaths = seen
+            if !entry.current, let targetID = targetCache.targets[entry.queryID]?.targetID {
+                broadcast(EdgeClient.targetNotification(targetID, "current"))
+            }
             entry.current = true
             entry.serverSequence = sequence
             entry.matches = entry.query.limit != nil || entry.query.offset > 0 ? matches : nil

@@ -45,6 +45,7 @@ extension EdgeClient {
                 throw .internal("The write could not be persisted: \(error)")
             }
         }
+        broadcast(EdgeClient.batchNotification(batch.id, .pending))
         updateViews()
         pumpWrites()
         return batch
@@ -254,6 +255,7 @@ extension EdgeClient {
     /// Records a batch's final state and wakes whoever waits on it.
     func finish(_ batchID: Int64, _ state: WriteState) {
         writeStates[batchID] = state
+        broadcast(EdgeClient.batchNotification(batchID, state))
         switch state {
         case .acknowledged: backend.operations.record(.writeAcknowledged(client: id, writeID: String(batchID)))
         case .rejected(let error): backend.operations.record(.writeRejected(client: id, writeID: String(batchID), error: error))

@@ -82,6 +82,9 @@ public actor EdgeClient {
     /// The resume token each query target was first asked for with in this term: what a tab
     /// that lost the lease without knowing it asks for when it learns of the target.
     var termFirstRequests: [Int: String] = [:]
+    /// `GET …/sharedClientState` streams, and the online state they were last told.
+    var sharedStateObservers: [Int: AsyncStream<EdgeEvent>.Continuation] = [:]
+    var broadcastOnlineState: OnlineState?
     /// The newest `TabDecision` applied.
     var appliedTabGeneration: UInt64 = 0
     /// The queries the watch connection asks the feed for: its listeners' (the feed indexes

@@ -199,3 +199,28 @@ def test_a_shared_persistence_survives_export_and_import(tmp_path):
         assert bad.status_code == 400 and bad.json()["error"]["status"] == "INVALID_ARGUMENT"
     finally:
         stop_server(proc)
+
+
+def test_tabs_hear_the_shared_client_state_notifications(base_url, project):
+    k = key()
+    a, b = Tab(base_url, project, k), Tab(base_url, project, k)
+    with SSEStream(f"{b.url}/sharedClientState") as notes, a.listen("notes") as sa:
+
+        def next_notification(predicate):
+            _, match = notes.read_until(lambda e: e.event == "clientState" and predicate(e.json()), timeout=10)
+            return match.json()
+
+        assert next_notification(lambda n: n["type"] == "onlineState") == {"type": "onlineState", "state": "online"}
+        # The primary's watch makes A's query target current: every tab hears it.
+        snapshots_until(sa, lambda s: meta(s) == (False, False))
+        assert next_notification(lambda n: n["type"] == "queryTarget")["state"] == "current"
+        # A write is pending, then acknowledged once the primary sends it.
+        assert requests.put(f"{a.url}/gates", json={"holdWrites": True}, timeout=10).status_code == 200
+        write = b.set("notes/n", v=1)
+        batch = write.headers["Firegate-Write-Id"]
+        assert next_notification(lambda n: n["type"] == "mutationBatch") == {"type": "mutationBatch", "batchId": batch, "state": "pending"}
+        requests.post(f"{a.url}/gates:releaseWrite", json={"count": 1}, timeout=10)
+        assert next_notification(lambda n: n["type"] == "mutationBatch")["state"] == "acknowledged"
+        # The primary goes offline: the shared online state follows.
+        a.post("disableNetwork")
+        assert next_notification(lambda n: n["type"] == "onlineState")["state"] == "offline"

@@ -9,6 +9,10 @@ public enum EdgeEvent: Sendable {
     /// `event: snapshotsInSync`: every listener has raised its snapshot of the latest change
     /// (the SDK's `onSnapshotsInSync`).
     case snapshotsInSync
+    /// `event: clientState`: a notification a web tab broadcasts to the other tabs of its
+    /// persistence (the SDK's SharedClientState: online state, mutation batch states, query
+    /// target states).
+    case clientState(JSON)
     /// `event: error`, then the stream ends.
     case error(FiregateError)
     /// A keep-alive comment (the stream's own timer).

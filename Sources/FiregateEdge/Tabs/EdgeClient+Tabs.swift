@@ -114,6 +114,55 @@ extension EdgeClient {
         }
     }
 
+    /// The notifications this persistence's tabs broadcast to each other (the web SDK's
+    /// SharedClientState over WebStorage), as a stream: first the online state, then every
+    /// change of it, every mutation batch's state (pending, acknowledged, rejected) and every
+    /// query target's (current, rejected).
+    public func observeSharedClientState() throws(FiregateError) -> (AsyncStream<EdgeEvent>, AsyncStream<EdgeEvent>.Continuation) {
+        if terminated { throw .clientState("The client has already been terminated.") }
+        let (stream, output) = AsyncStream<EdgeEvent>.makeStream(bufferingPolicy: .bufferingOldest(EdgeClient.listenerBuffer))
+        let observerID = nextListenerID
+        nextListenerID += 1
+        sharedStateObservers[observerID] = output
+        output.onTermination = { [weak self] _ in
+            Task { await self?.removeSharedStateObserver(observerID) }
+        }
+        output.yield(.clientState(EdgeClient.onlineNotification(onlineState)))
+        return (stream, output)
+    }
+
+    private func removeSharedStateObserver(_ observerID: Int) { sharedStateObservers[observerID] = nil }
+
+    /// Tells every `sharedClientState` stream.
+    func broadcast(_ notification: JSON) {
+        for observer in sharedStateObservers.values { observer.yield(.clientState(notification)) }
+    }
+
+    /// The online state, if it changed since the streams were last told.
+    func broadcastOnlineStateIfChanged() {
+        let state = onlineState
+        guard state != broadcastOnlineState else { return }
+        broadcastOnlineState = state
+        broadcast(EdgeClient.onlineNotification(state))
+    }
+
+    static func onlineNotification(_ state: OnlineState) -> JSON {
+        ["type": "onlineState", "state": .string(state == .online ? "online" : "offline")]
+    }
+
+    static func batchNotification(_ batchID: Int64, _ state: WriteState) -> JSON {
+        switch state {
+        case .pending: ["type": "mutationBatch", "batchId": .string(String(batchID)), "state": "pending"]
+        case .acknowledged: ["type": "mutationBatch", "batchId": .string(String(batchID)), "state": "acknowledged"]
+        case .rejected(let error):
+            ["type": "mutationBatch", "batchId": .string(String(batchID)), "state": "rejected", "error": JSON.errorBody(error)["error"] ?? .null]
+        }
+    }
+
+    static func targetNotification(_ targetID: Int, _ state: String) -> JSON {
+        ["type": "queryTarget", "targetId": .int(Int64(targetID)), "state": .string(state)]
+    }
+
     /// Whether a listener or write comes from a tab other than the primary.
     func isSecondary(_ tab: String?) -> Bool { tab != nil && tab != primaryTab }
 

@@ -44,6 +44,13 @@ struct ClientListenRoute {
         return ClientListenRoute.eventStream(events, continuation, request, keepAliveSeconds: keepAliveSeconds)
     }
 
+    /// `GET /clients/{id}/sharedClientState`: the notifications the client broadcasts to the
+    /// other tabs of its persistence, as a stream.
+    func sharedClientState(_ request: Request) async throws(FiregateError) -> Response {
+        let (events, continuation) = try await client.observeSharedClientState()
+        return ClientListenRoute.eventStream(events, continuation, request, keepAliveSeconds: keepAliveSeconds)
+    }
+
     /// `GET /clients/{id}/snapshotsInSync`: the SDK's `onSnapshotsInSync` as a stream.
     func snapshotsInSync(_ request: Request) async throws(FiregateError) -> Response {
         let (events, continuation) = try await client.observeSnapshotsInSync()
@@ -92,6 +99,8 @@ struct ClientListenRoute {
                 try await writer.write(ServerSentEvents.frame(event: "sync", json: ["token": .string(token)]))
             case .snapshotsInSync:
                 try await writer.write(ServerSentEvents.frame(event: "snapshotsInSync", json: [:]))
+            case .clientState(let notification):
+                try await writer.write(ServerSentEvents.frame(event: "clientState", json: notification))
             case .keepAlive:
                 try await writer.write(ServerSentEvents.keepAlive)
             case .error(let error):

@@ -214,6 +214,8 @@ struct ClientRoutes: Sendable {
                 throw .notFound("No write \"\(writeID)\" on client \(id).")
             }
             return JSONResponse.make(EdgeClient.render(n, state))
+        case (.get, "/sharedClientState"):
+            return try await ClientListenRoute(client: client, keepAliveSeconds: documents.listenOptions.keepAliveSeconds).sharedClientState(request)
         case (.get, "/snapshotsInSync"):
             await clients.client(id).noteActivity()
             return try await ClientListenRoute(client: clients.client(id), keepAliveSeconds: documents.listenOptions.keepAliveSeconds)
