@@ -12,7 +12,7 @@ extension EdgeClient {
         // The listen's target is allocated in the local store first; if that fails, so does it.
         // A secondary tab allocates it in its own transaction.
         if isSecondary(options.owner), let owner = options.owner {
-            if tabFaults[owner]?.fails(.allocateTarget) == true { throw StorageFaults.error(.allocateTarget) }
+            if tabs.faults[owner]?.fails(.allocateTarget) == true { throw StorageFaults.error(.allocateTarget) }
         } else {
             try checkStorage(.allocateTarget)
         }
@@ -41,7 +41,7 @@ extension EdgeClient {
             // The script answers; offline, the stream asks once the network is back. Another
             // tab's query waits while the primary cannot allocate it.
             if isSecondary(options.owner) && faults.fails(.allocateTarget) {
-                deferredRemoteListens.insert(queryID)
+                tabs.deferredListens.insert(queryID)
             } else {
                 scriptedListen(queryID)
             }
@@ -65,7 +65,7 @@ extension EdgeClient {
         heldTargets.remove(listenerID)
         // Another tab's query stays on watch while the primary cannot release it.
         let unlisten = isSecondary(entry.options.owner) && faults.fails(.releaseTarget)
-            ? { (queryID: String) in self.deferredRemoteUnlistens.insert(queryID) } : scriptedUnlisten
+            ? { (queryID: String) in self.tabs.deferredUnlistens.insert(queryID) } : scriptedUnlisten
         if !entry.options.cacheOnly, listeners.values.contains(where: { $0.queryID == entry.queryID }),
            !listeners.values.contains(where: { $0.queryID == entry.queryID && !$0.options.cacheOnly }) {
             // Only listeners from the cache are left: the target stays, watch stops listening.
@@ -99,13 +99,19 @@ extension EdgeClient {
     func updateViews(_ ids: [Int]? = nil, pendingResets: Set<String> = []) {
         let raisedBefore = eventCounter
         defer { raiseSnapshotsInSync(ifRaisedSince: raisedBefore) }
-        var builders = [currentUser: localView()]
+        let ownView = localView()
+        // Tabs signed in as another user than the primary's see that user's queue.
+        var otherUsersViews: [String: LocalViewBuilder] = [:]
         for listenerID in ids ?? Array(listeners.keys).sorted() {
             guard var entry = listeners[listenerID] else { continue }
-            if let owner = entry.options.owner, frozenTabs.contains(owner) { continue }
-            let user = user(of: entry.options.owner)
-            let builder = builders[user] ?? localView(for: user)
-            builders[user] = builder
+            var builder = ownView
+            if let owner = entry.options.owner {
+                if tabs.frozen.contains(owner) { continue }
+                if let user = tabs.users[owner], user != currentUser {
+                    builder = otherUsersViews[user] ?? localView(for: user)
+                    otherUsersViews[user] = builder
+                }
+            }
             let result = builder.run(entry.query)
             let current = entry.current && network.online
             // A scripted watch's views know their target's keys, so they find limbo documents.
@@ -180,18 +186,18 @@ extension EdgeClient {
     /// watch now, if its storage works again. True if any did.
     func retryDeferredTargets() -> Bool {
         var ran = false
-        if !deferredRemoteListens.isEmpty, !faults.fails(.allocateTarget) {
-            for queryID in deferredRemoteListens.sorted() where listeners.values.contains(where: { $0.queryID == queryID && !$0.options.cacheOnly }) {
+        if !tabs.deferredListens.isEmpty, !faults.fails(.allocateTarget) {
+            for queryID in tabs.deferredListens.sorted() where listeners.values.contains(where: { $0.queryID == queryID && !$0.options.cacheOnly }) {
                 scriptedListen(queryID)
             }
-            deferredRemoteListens.removeAll()
+            tabs.deferredListens.removeAll()
             ran = true
         }
-        if !deferredRemoteUnlistens.isEmpty, !faults.fails(.releaseTarget) {
-            for queryID in deferredRemoteUnlistens.sorted() where !listeners.values.contains(where: { $0.queryID == queryID && !$0.options.cacheOnly }) {
+        if !tabs.deferredUnlistens.isEmpty, !faults.fails(.releaseTarget) {
+            for queryID in tabs.deferredUnlistens.sorted() where !listeners.values.contains(where: { $0.queryID == queryID && !$0.options.cacheOnly }) {
                 scriptedUnlisten(queryID)
             }
-            deferredRemoteUnlistens.removeAll()
+            tabs.deferredUnlistens.removeAll()
             ran = true
         }
         return ran

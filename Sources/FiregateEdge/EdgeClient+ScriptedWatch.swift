@@ -38,7 +38,7 @@ extension EdgeClient {
     /// remoteStoreListen for a listened query's target.
     func scriptedListen(_ queryID: String) {
         guard let target = targetCache.targets[queryID], let entry = listeners.values.first(where: { $0.queryID == queryID }) else { return }
-        if termFirstRequests[target.targetID] == nil { termFirstRequests[target.targetID] = target.resumeToken }
+        if tabs.termFirstRequests[target.targetID] == nil { tabs.termFirstRequests[target.targetID] = target.resumeToken }
         scripted?.listen(WatchTarget(id: target.targetID, query: entry.query, purpose: .listen, resumeToken: target.resumeToken,
                                      snapshotVersion: target.snapshotVersion, lookupPath: entry.query.lookedUpPath(database: settings.databaseID)),
                          networkOn: canUseNetwork)
@@ -126,7 +126,7 @@ extension EdgeClient {
         for (listenerID, entry) in listeners {
             if let targetID = targetCache.targets[entry.queryID]?.targetID, let change = event.targetChanges[targetID] {
                 listeners[listenerID]?.current = change.current
-                if change.current { limboTrackedTargets?.insert(targetID) }
+                if change.current { tabs.limboTrackedTargets?.insert(targetID) }
             }
         }
         let resets = Set(event.targetMismatches.keys.compactMap { targetCache.queryIDs[$0] })
@@ -191,7 +191,7 @@ extension EdgeClient {
         var byTarget: [Int: Set<ResourcePath>] = [:]
         for entry in listeners.values where !entry.options.cacheOnly {
             guard let targetID = targetCache.targets[entry.queryID]?.targetID,
-                  limboTrackedTargets?.contains(targetID) ?? true else { continue }
+                  tabs.limboTrackedTargets?.contains(targetID) ?? true else { continue }
             byTarget[targetID, default: []].formUnion(entry.view.limboDocuments)
         }
         for (targetID, paths) in byTarget.sorted(by: { $0.key < $1.key }) { applyLimboActions(limbo.update(targetID: targetID, limbo: paths)) }

@@ -45,7 +45,7 @@ extension EdgeClient {
     /// The user changed: the old user's pending writes stop being visible and being sent; the
     /// new user's (kept from an earlier sign-in) come back. `waitForPendingWrites` calls end.
     func switchMutationQueue(from previousUser: String) {
-        let nextID = parkedQueues.values.reduce(queue.nextID) { Swift.max($0, $1.nextID) }
+        let nextID = nextBatchID
         if !queue.isEmpty { parkedQueues[previousUser] = queue }
         var incoming = parkedQueues.removeValue(forKey: currentUser) ?? MutationQueue()
         incoming.reserveIDs(from: nextID)

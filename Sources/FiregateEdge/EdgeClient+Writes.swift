@@ -22,7 +22,7 @@ extension EdgeClient {
             batch = queue.add(writes: writes, localWriteTime: now())
         } else {
             var parked = parkedQueues[user] ?? MutationQueue()
-            parked.reserveIDs(from: parkedQueues.values.reduce(queue.nextID) { Swift.max($0, $1.nextID) })
+            parked.reserveIDs(from: nextBatchID)
             batch = parked.add(writes: writes, localWriteTime: now())
             parkedQueues[user] = parked
             queue.reserveIDs(from: parked.nextID)

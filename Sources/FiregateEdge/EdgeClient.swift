@@ -60,33 +60,11 @@ public actor EdgeClient {
     /// A shared persistence between primaries: no tab owns the watch and write streams, and
     /// the online state stays what the last primary said.
     var remotePaused = false
-    /// Tabs whose views wait for their next lease refresh (`setViewsFrozen`).
-    var frozenTabs: Set<String> = []
-    /// The user each tab of a shared persistence is signed in as; the client's own `auth` is
-    /// the primary tab's.
-    var tabUsers: [String: String] = [:]
-    /// On a shared persistence: the primary tab (whose failing transactions are `faults`), the
-    /// other tabs' failing transactions, and the queries of other tabs the primary could not
-    /// yet take up or let go of on watch because its storage failed (retried with it).
-    var primaryTab: String?
-    var tabFaults: [String: StorageFaults] = [:]
-    var deferredRemoteListens: Set<String> = []
-    var deferredRemoteUnlistens: Set<String> = []
-    /// Since a new primary tab took over: the targets its stream has said are current, the
-    /// only ones whose limbo documents it looks up (its views of them start not current).
-    /// Nil while no lease ever changed hands.
-    var limboTrackedTargets: Set<Int>?
-    /// Each tab's next limbo lookup target id (its sync engine's generator goes on where it
-    /// stopped when the tab is primary again).
-    var limboNextTargetIDs: [String: Int] = [:]
-    /// The resume token each query target was first asked for with in this term: what a tab
-    /// that lost the lease without knowing it asks for when it learns of the target.
-    var termFirstRequests: [Int: String] = [:]
+    /// On a shared persistence: what the engine knows of its tabs (`TabContext`).
+    var tabs = TabContext()
     /// `GET …/sharedClientState` streams, and the online state they were last told.
     var sharedStateObservers: [Int: AsyncStream<EdgeEvent>.Continuation] = [:]
     var broadcastOnlineState: OnlineState?
-    /// The newest `TabDecision` applied.
-    var appliedTabGeneration: UInt64 = 0
     /// The queries the watch connection asks the feed for: its listeners' (the feed indexes
     /// them by collection, so other collections' commits never reach this client).
     let watchInterest = FeedInterest()
@@ -159,13 +137,15 @@ public actor EdgeClient {
     /// sees its own user's queue over the shared cache, as the SDK's per-user queues do.
     func localView(for user: String) -> LocalViewBuilder {
         guard user != currentUser else { return localView() }
-        remote.indexes.compact()
         return LocalViewBuilder(database: settings.databaseID, remote: remote, queue: parkedQueues[user] ?? MutationQueue())
     }
 
+    /// The id the next batch of any user's queue gets: ids stay unique over every queue.
+    var nextBatchID: Int64 { parkedQueues.values.reduce(queue.nextID) { Swift.max($0, $1.nextID) } }
+
     /// The user a listener's or a write's tab is signed in as (the client's own user when it
     /// is no tab).
-    func user(of tab: String?) -> String { tab.flatMap { tabUsers[$0] } ?? currentUser }
+    func user(of tab: String?) -> String { tab.flatMap { tabs.users[$0] } ?? currentUser }
 
     /// Fails data calls on a terminated client, and marks the client started.
     func beginDataCall() throws(FiregateError) {

@@ -35,20 +35,20 @@ public final class EdgeClients: Sendable {
 
     /// A client with `id`'s saved settings, cache and queue, if it saved any.
     func makeClient(_ id: String) -> EdgeClient {
-            let storage = EdgeCacheStorage(store: backend.store, clientID: id)
-            var settings = ClientSettings(project: backend.defaultProject)
-            let snapshot = try? storage.load()
-            if let snapshot, let saved = try? ClientSettings.parse(snapshot.settings, over: settings) { settings = saved }
-            let treeSnapshot = (try? TreeCacheStorage(store: backend.store, clientID: id).load()).flatMap { $0.isEmpty ? nil : $0 }
-            let client = EdgeClient(id: id, backend: backend, settings: settings, storage: storage, restoring: snapshot, gcScheduler: gcScheduler,
-                                    treeSnapshot: treeSnapshot)
-            if snapshot != nil {
-                // Writes queued before the server restarted resume, as an app's do at start.
-                Task { await client.pumpWrites() }
-            }
-            if treeSnapshot?.writes.isEmpty == false { Task { await client.tree.begin() } }
-            backend.operations.record(.client(client: id, action: snapshot == nil && treeSnapshot == nil ? "created" : "restored"))
-            return client
+        let storage = EdgeCacheStorage(store: backend.store, clientID: id)
+        var settings = ClientSettings(project: backend.defaultProject)
+        let snapshot = try? storage.load()
+        if let snapshot, let saved = try? ClientSettings.parse(snapshot.settings, over: settings) { settings = saved }
+        let treeSnapshot = (try? TreeCacheStorage(store: backend.store, clientID: id).load()).flatMap { $0.isEmpty ? nil : $0 }
+        let client = EdgeClient(id: id, backend: backend, settings: settings, storage: storage, restoring: snapshot, gcScheduler: gcScheduler,
+                                treeSnapshot: treeSnapshot)
+        if snapshot != nil {
+            // Writes queued before the server restarted resume, as an app's do at start.
+            Task { await client.pumpWrites() }
+        }
+        if treeSnapshot?.writes.isEmpty == false { Task { await client.tree.begin() } }
+        backend.operations.record(.client(client: id, action: snapshot == nil && treeSnapshot == nil ? "created" : "restored"))
+        return client
     }
 
     public func existing(_ id: String) -> EdgeClient? { clients.withLock { $0[id] } }

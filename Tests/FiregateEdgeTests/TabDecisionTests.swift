@@ -21,7 +21,7 @@ final class TabDecisionTests: XCTestCase {
         let late = await engine.apply(decision(1, primary: "B", online: true))
         XCTAssertNil(late, "an older decision is ignored")
         let stillOffline = await engine.isOnline
-        let primary = await engine.primaryTab
+        let primary = await engine.tabs.primary
         XCTAssertFalse(stillOffline)
         XCTAssertEqual(primary, "A")
 
@@ -31,7 +31,7 @@ final class TabDecisionTests: XCTestCase {
         let onlineState = await engine.onlineState
         XCTAssertEqual(onlineState, .offline, "the online state stays the last primary's")
         _ = await engine.apply(decision(4, primary: "B", online: true, frozen: ["A"]))
-        let (resumed, nowOnline, frozen) = await (engine.remotePaused, engine.isOnline, engine.frozenTabs)
+        let (resumed, nowOnline, frozen) = await (engine.remotePaused, engine.isOnline, engine.tabs.frozen)
         XCTAssertFalse(resumed)
         XCTAssertTrue(nowOnline)
         XCTAssertEqual(frozen, ["A"])

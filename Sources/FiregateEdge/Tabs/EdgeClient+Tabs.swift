@@ -9,18 +9,18 @@ extension EdgeClient {
     /// streams. Returns the watch state before it changed (what a tab that just lost the lease
     /// believes it still has), or nil for an outdated decision.
     func apply(_ decision: TabDecision) async -> JSON? {
-        guard decision.generation > appliedTabGeneration else { return nil }
-        appliedTabGeneration = decision.generation
+        guard decision.generation > tabs.appliedGeneration else { return nil }
+        tabs.appliedGeneration = decision.generation
         let streamBefore = scriptedWatchJSON
-        let previous = primaryTab
+        let previous = tabs.primary
         if decision.primary != previous {
             faults = StorageFaults()
             if let primary = decision.primary, let primaryFaults = decision.faults[primary] { faults = primaryFaults }
             beginPrimaryTerm(of: decision.primary)
         }
-        primaryTab = decision.primary
-        tabFaults = decision.faults
-        for tab in Set(tabUsers.keys).union(frozenTabs).union(decision.frozenTabs) {
+        tabs.primary = decision.primary
+        tabs.faults = decision.faults
+        for tab in Set(tabs.users.keys).union(tabs.frozen).union(decision.frozenTabs) {
             setViewsFrozen(ownedBy: tab, decision.frozenTabs.contains(tab))
         }
         guard decision.primary != nil else {
@@ -47,8 +47,8 @@ extension EdgeClient {
 
     /// The faults a tab's transactions have now (the primary's are the engine's own `faults`).
     func setFaults(_ faults: StorageFaults, ofTab tab: String) {
-        tabFaults[tab] = faults
-        if tab == primaryTab { self.faults = faults }
+        tabs.faults[tab] = faults
+        if tab == tabs.primary { self.faults = faults }
     }
 
     /// Another tab (or none) acts for the persistence now. Its sync engine starts without
@@ -58,10 +58,10 @@ extension EdgeClient {
     /// unsaved ones.
     private func beginPrimaryTerm(of primary: String?) {
         for targetID in limbo.activeByTarget.keys { scripted?.forget(targetID) }
-        if let primaryTab { limboNextTargetIDs[primaryTab] = limbo.nextTargetID }
-        limbo = LimboResolutions(maxConcurrent: gates.maxConcurrentLimboResolutions, nextTargetID: primary.flatMap { limboNextTargetIDs[$0] } ?? 1)
-        limboTrackedTargets = []
-        termFirstRequests = [:]
+        if let primary = tabs.primary { tabs.limboNextTargetIDs[primary] = limbo.nextTargetID }
+        limbo = LimboResolutions(maxConcurrent: gates.maxConcurrentLimboResolutions, nextTargetID: primary.flatMap { tabs.limboNextTargetIDs[$0] } ?? 1)
+        tabs.limboTrackedTargets = []
+        tabs.termFirstRequests = [:]
         targetCache.revertToSaved()
         for target in targetCache.targets.values {
             scripted?.setResumeToken(target.targetID, target.resumeToken, snapshotVersion: target.snapshotVersion)
@@ -87,27 +87,27 @@ extension EdgeClient {
     /// A tab whose views wait (`frozen`) hears nothing of the others' changes; released, its
     /// views catch up at once.
     private func setViewsFrozen(ownedBy tab: String, _ frozen: Bool) {
-        guard frozen != frozenTabs.contains(tab) else { return }
+        guard frozen != tabs.frozen.contains(tab) else { return }
         if frozen {
-            frozenTabs.insert(tab)
+            tabs.frozen.insert(tab)
         } else {
-            frozenTabs.remove(tab)
+            tabs.frozen.remove(tab)
             updateViews(listeners.filter { $0.value.options.owner == tab }.map(\.key).sorted())
         }
     }
 
     /// A tab signs in as `user` (nil: it closed): its views show that user's queued writes.
     func setTabUser(_ tab: String, _ user: String?) {
-        guard tabUsers[tab] != user else { return }
-        tabUsers[tab] = user
+        guard tabs.users[tab] != user else { return }
+        tabs.users[tab] = user
         updateViews(listeners.filter { $0.value.options.owner == tab }.map(\.key).sorted())
     }
 
     /// A tab of a shared persistence closed: its listeners end, the other tabs' stay.
     func endListeners(ownedBy tab: String) {
-        frozenTabs.remove(tab)
-        tabUsers[tab] = nil
-        tabFaults[tab] = nil
+        tabs.frozen.remove(tab)
+        tabs.users[tab] = nil
+        tabs.faults[tab] = nil
         for (listenerID, entry) in listeners where entry.options.owner == tab {
             entry.output.finish()
             removeListener(listenerID)
@@ -164,12 +164,12 @@ extension EdgeClient {
     }
 
     /// Whether a listener or write comes from a tab other than the primary.
-    func isSecondary(_ tab: String?) -> Bool { tab != nil && tab != primaryTab }
+    func isSecondary(_ tab: String?) -> Bool { tab != nil && tab != tabs.primary }
 
     /// Every user's pending batch ids, and the next id a batch will get.
     func batchIDs() -> (Set<Int64>, Int64) {
         let all = queue.batches + parkedQueues.values.flatMap(\.batches)
-        return (Set(all.map(\.id)), parkedQueues.values.reduce(queue.nextID) { Swift.max($0, $1.nextID) })
+        return (Set(all.map(\.id)), nextBatchID)
     }
 
     /// The watch state a tab that lost the lease without knowing it believes it has: the
@@ -189,7 +189,7 @@ extension EdgeClient {
         }
         for item in scriptedWatchJSON["targets"]?.arrayValue ?? [] {
             guard let id = item["targetId"]?.integerLike.map(Int.init), listened.contains(id), !seen.contains(id) else { continue }
-            targets.append(item.withMember("resumeToken", .string(termFirstRequests[id] ?? "")))
+            targets.append(item.withMember("resumeToken", .string(tabs.termFirstRequests[id] ?? "")))
         }
         members["targets"] = .array(targets.sorted { ($0["targetId"]?.integerLike ?? 0) < ($1["targetId"]?.integerLike ?? 0) })
         return .object(members)

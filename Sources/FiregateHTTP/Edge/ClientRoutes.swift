@@ -60,9 +60,10 @@ struct ClientRoutes: Sendable {
         if subpath.hasPrefix("/v1/") {
             // A data call is the client being alive (heartbeatTimeoutMs); tree calls count in
             // `treeAccess()`. Control calls come from the test harness, not the app.
-            await clients.client(id).noteActivity()
+            let client = clients.client(id)
+            await client.noteActivity()
             let tab = clients.persistence(ofTab: id) == nil ? nil : id
-            return await ClientDataRoutes(client: clients.client(id), documents: documents, tab: tab).respond(request, prefixLength: prefixLength)
+            return await ClientDataRoutes(client: client, documents: documents, tab: tab).respond(request, prefixLength: prefixLength)
         }
         if verb == nil, subpath.hasSuffix(".json") || subpath.hasSuffix(".json/") {
             let keepAlive = documents.listenOptions.keepAliveSeconds
