@@ -1,3 +1,5 @@
+import FiregateModel
+
 /// The SDK's named timers (util/async_queue.ts TimerId) that `POST /clients/{id}:runTimer`
 /// fires at once, so a test sees what waiting would do without waiting.
 public enum SDKTimer: String, Sendable, CaseIterable {
@@ -19,5 +21,13 @@ public enum SDKTimer: String, Sendable, CaseIterable {
     /// A timer by its SDK name; `"all"` is every timer.
     public static func parse(_ name: String) -> [SDKTimer]? {
         name == "all" ? allCases : SDKTimer(rawValue: name).map { [$0] }
+    }
+
+    /// The timers a `:runTimer` body (`{"timer": name}`) names.
+    public static func parse(body: JSON) throws(FiregateError) -> [SDKTimer] {
+        guard let name = body["timer"]?.stringValue, let timers = parse(name) else {
+            throw .invalidArgument("timer must be \"all\" or one of \(allCases.map(\.rawValue).joined(separator: ", ")).")
+        }
+        return timers
     }
 }

@@ -128,10 +128,7 @@ struct ClientRoutes: Sendable {
             let timeout = try QueryParameters(request).int("timeoutMs") ?? 60_000
             return try await waitForPendingWrites(client, timeoutMs: timeout)
         case "runTimer":
-            let body = try await request.jsonObjectBody()
-            guard let name = body["timer"]?.stringValue, let timers = SDKTimer.parse(name) else {
-                throw .invalidArgument("timer must be \"all\" or one of \(SDKTimer.allCases.map(\.rawValue).joined(separator: ", ")).")
-            }
+            let timers = try SDKTimer.parse(body: try await request.jsonObjectBody())
             return JSONResponse.make(["ran": .array(try await client.runTimers(timers).map { .string($0) })])
         case "collectGarbage":
             let body = try await request.jsonObjectBody()

@@ -25,10 +25,7 @@ struct TabRoutes {
         case "freeze", "resume":
             await persistence.setFrozen(tab, verb == "freeze")
         case "runTimer":
-            let body = try await request.jsonObjectBody()
-            guard let name = body["timer"]?.stringValue, let timers = SDKTimer.parse(name) else {
-                throw .invalidArgument("timer must be \"all\" or one of \(SDKTimer.allCases.map(\.rawValue).joined(separator: ", ")).")
-            }
+            let timers = try SDKTimer.parse(body: try await request.jsonObjectBody())
             var ran: [JSON] = []
             if timers.contains(.clientMetadataRefresh) {
                 await persistence.refresh(tab)
