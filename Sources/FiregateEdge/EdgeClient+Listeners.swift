@@ -95,15 +95,19 @@ extension EdgeClient {
 
     /// Recomputes the views of `ids` (all listeners when nil) and raises their snapshots.
     /// `pendingResets`: queries whose targets are being listened to again after an
-    /// existence-filter mismatch (scripted watch).
-    func updateViews(_ ids: [Int]? = nil, pendingResets: Set<String> = []) {
+    /// existence-filter mismatch (scripted watch). `changed`: when only these documents changed
+    /// locally since the last update, a view that can (`QueryView.updatesIncrementally`, a
+    /// single client's listener on the live watch) takes just them instead of re-running its query.
+    func updateViews(_ ids: [Int]? = nil, pendingResets: Set<String> = [], changed: Set<ResourcePath>? = nil) {
         let raisedBefore = eventCounter
         defer { raiseSnapshotsInSync(ifRaisedSince: raisedBefore) }
         let ownView = localView()
         // Tabs signed in as another user than the primary's see that user's queue.
         var otherUsersViews: [String: LocalViewBuilder] = [:]
         for listenerID in ids ?? Array(listeners.keys).sorted() {
-            guard var entry = listeners[listenerID] else { continue }
+            // Out of the dictionary while it changes, so its view's storage is not copied.
+            guard var entry = listeners.removeValue(forKey: listenerID) else { continue }
+            defer { listeners[listenerID] = entry }
             var builder = ownView
             if let owner = entry.options.owner {
                 if tabs.frozen.contains(owner) { continue }
@@ -112,17 +116,22 @@ extension EdgeClient {
                     otherUsersViews[user] = builder
                 }
             }
-            let result = builder.run(entry.query)
             let current = entry.current && network.online
             // A scripted watch's views know their target's keys, so they find limbo documents.
             let target = scripted == nil || entry.options.cacheOnly ? nil : targetCache.targets[entry.queryID]
             let hasCachedResults = target.map { !$0.resumeToken.isEmpty } ?? targetCache.hasCachedResults(entry.queryID)
-            if let snapshot = entry.view.update(result: result, current: current, hasCachedResults: hasCachedResults, syncedKeys: target?.documents,
-                                                pendingReset: pendingResets.contains(entry.queryID)),
-               let raised = entry.listener.onViewSnapshot(snapshot, onlineState: onlineState) {
+            let snapshot: ViewSnapshot?
+            if let changed, entry.options.owner == nil, scripted == nil, entry.view.updatesIncrementally, entry.view.current != nil,
+               !pendingResets.contains(entry.queryID) {
+                let documents = changed.filter { entry.query.containsPath($0) }.map { ($0, builder.document($0)) }
+                snapshot = entry.view.apply(changed: documents, current: current, hasCachedResults: hasCachedResults)
+            } else {
+                snapshot = entry.view.update(result: builder.run(entry.query), current: current, hasCachedResults: hasCachedResults,
+                                             syncedKeys: target?.documents, pendingReset: pendingResets.contains(entry.queryID))
+            }
+            if let snapshot, let raised = entry.listener.onViewSnapshot(snapshot, onlineState: onlineState) {
                 emit(raised, to: &entry)
             }
-            listeners[listenerID] = entry
         }
         updateScriptedLimbo()
     }

@@ -81,42 +81,50 @@ extension EdgeClient {
 
     /// A commit's effect on targets that already have their server result: the changed
     /// documents enter the cache, each target's match set takes the changes, and every view is
-    /// updated once — the cost follows the change, not the size of the results.
+    /// updated with those documents only — the cost follows the change, not the size of the
+    /// results.
     func applyChanges(_ record: CommitRecord, to ids: [Int]) {
         // A target refreshed after this commit already holds it.
         let behind = ids.filter { listeners[$0].map { record.sequence > ($0.serverSequence ?? .max) } ?? false }
         guard !behind.isEmpty else { return }
         targetCache.beginOperation()
+        var changed = Set<ResourcePath>()
         for change in record.changes where behind.contains(where: { id in
             listeners[id].map { $0.query.containsPath(change.path) || $0.serverPaths.contains(change.path) } ?? false
         }) {
             acceptFromWatch(change.path, change.after, deletedAt: record.commitTime)
+            changed.insert(change.path)
         }
+        let database = settings.databaseID
         for listenerID in behind {
-            guard var entry = listeners[listenerID] else { continue }
-            var seen = entry.serverPaths
+            // Out of the dictionary while it changes, so its match set is not copied.
+            guard var entry = listeners.removeValue(forKey: listenerID) else { continue }
+            var joined = Set<ResourcePath>(), left = Set<ResourcePath>()
             if var matches = entry.matches {
                 for change in record.changes { matches.apply(path: change.path, before: change.before, after: change.after) }
-                seen = Set(matches.window.map(\.path))
+                let window = Set(matches.window.map(\.path))
+                joined = window.subtracting(entry.serverPaths)
+                left = entry.serverPaths.subtracting(window)
                 entry.matches = matches
             } else {
-                let database = settings.databaseID
-                for change in record.changes where entry.query.containsPath(change.path) {
+                for change in record.changes where entry.query.containsPath(change.path) || entry.serverPaths.contains(change.path) {
                     if let after = change.after, entry.query.matches(after, database: database), entry.query.withinBounds(after, database: database) {
-                        seen.insert(change.path)
-                    } else {
-                        seen.remove(change.path)
+                        if !entry.serverPaths.contains(change.path) { joined.insert(change.path) }
+                    } else if entry.serverPaths.contains(change.path) {
+                        left.insert(change.path)
                     }
                 }
             }
+            entry.serverPaths.formUnion(joined)
+            entry.serverPaths.subtract(left)
             entry.serverSequence = record.sequence
-            entry.serverPaths = seen
             entry.current = true
+            let queryID = entry.queryID
             listeners[listenerID] = entry
-            for path in targetCache.applyServerResult(entry.queryID, documents: seen) where remote[path] != nil { persistSequence(path) }
-            persistTarget(entry.queryID)
+            for path in targetCache.applyServerChanges(queryID, joined: joined, left: left) where remote[path] != nil { persistSequence(path) }
+            persistTarget(queryID, documentsChanged: !joined.isEmpty || !left.isEmpty)
         }
-        updateViews()
+        updateViews(changed: changed)
     }
 
     /// Fetches the server result of each listener's target, folds it into the remote cache,
@@ -196,11 +204,17 @@ extension EdgeClient {
         if settings.persistence == .persistent { storage?.saveDocumentSequence(path, targetCache.documentSequence[path] ?? 0) }
     }
 
-    func persistTarget(_ queryID: String) {
+    /// Saves a target; `documentsChanged: false` (only its position moved on) leaves its stored
+    /// document keys as they are, so a commit costs its change, not the size of the result.
+    func persistTarget(_ queryID: String, documentsChanged: Bool = true) {
         // A memory cache is its own persistence: what it stored is what a re-listen finds.
         targetCache.noteSaved(queryID)
         guard settings.persistence == .persistent, let storage else { return }
-        if let target = targetCache.targets[queryID] {
+        if !documentsChanged, let target = targetCache.targets[queryID] {
+            let documents = target.documents
+            storage.saveTargetPosition(.init(query: queryID, sequenceNumber: target.sequenceNumber, synced: target.synced, targetID: target.targetID,
+                                             resumeToken: target.resumeToken, snapshotVersion: target.snapshotVersion)) { Array(documents) }
+        } else if let target = targetCache.targets[queryID] {
             storage.saveTarget(EdgeCacheStorage.StoredTarget(query: queryID, sequenceNumber: target.sequenceNumber, synced: target.synced,
                                                              documents: Array(target.documents), targetID: target.targetID,
                                                              resumeToken: target.resumeToken, snapshotVersion: target.snapshotVersion))

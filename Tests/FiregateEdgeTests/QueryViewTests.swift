@@ -86,4 +86,53 @@ final class QueryViewTests: XCTestCase {
         XCTAssertEqual(snapshot?.changes.map(\.kind), [.removed, .added])
         XCTAssertEqual(view.documents.map(\.document.path.lastSegment), ["b", "c"])
     }
+
+    /// `apply(changed:…)` with only the changed documents gives exactly the snapshot and the
+    /// view that `update(result:…)` gives with the whole result, over random changes: values
+    /// moving the order, documents entering and leaving, pending and acknowledged flags.
+    func testIncrementalUpdateMatchesTheFullUpdate() {
+        var generator = SystemRandomNumberGenerator()
+        for round in 0..<40 {
+            var full = QueryView(query: query, database: database)
+            var incremental = QueryView(query: query, database: database)
+            var state: [String: LocalDocument] = [:]
+            for i in 0..<20 where Bool.random(using: &generator) { state["d\(i)"] = doc("d\(i)", Int64.random(in: 0..<10, using: &generator)) }
+            let result = { state.values.sorted { self.query.compare($0.document, $1.document, database: self.database) < 0 } }
+            _ = full.update(result: result(), current: true, hasCachedResults: false)
+            _ = incremental.update(result: result(), current: true, hasCachedResults: false)
+            for step in 0..<30 {
+                var touched = Set<String>()
+                for _ in 0..<Int.random(in: 1...3, using: &generator) {
+                    let id = "d\(Int.random(in: 0..<20, using: &generator))"
+                    switch Int.random(in: 0..<4, using: &generator) {
+                    case 0: state[id] = nil
+                    case 1: state[id] = doc(id, Int64.random(in: 0..<10, using: &generator), local: true)
+                    case 2: state[id] = state[id].map { doc(id, $0.document.fields["n"].flatMap { if case .integer(let n) = $0 { n } else { nil } } ?? 0, committed: true) }
+                    default: state[id] = doc(id, Int64.random(in: 0..<10, using: &generator))
+                    }
+                    touched.insert(id)
+                }
+                let changed = touched.map { (ResourcePath(["c", $0]), state[$0]) }
+                let current = step % 7 != 3
+                let a = full.update(result: result(), current: current, hasCachedResults: false)
+                let b = incremental.apply(changed: changed, current: current, hasCachedResults: false)
+                let label = "round \(round) step \(step)"
+                XCTAssertEqual(a?.changes, b?.changes, label)
+                XCTAssertEqual(a?.fromCache, b?.fromCache, label)
+                XCTAssertEqual(a?.mutatedPaths, b?.mutatedPaths, label)
+                XCTAssertEqual(full.documents, incremental.documents, label)
+                XCTAssertEqual(full.mutatedPaths, incremental.mutatedPaths, label)
+            }
+        }
+    }
+
+    func testOnlyUnwindowedViewsUpdateIncrementally() {
+        XCTAssertTrue(QueryView(query: query, database: database).updatesIncrementally)
+        var limited = query
+        limited.limit = 2
+        XCTAssertFalse(QueryView(query: limited, database: database).updatesIncrementally)
+        var skipping = query
+        skipping.offset = 1
+        XCTAssertFalse(QueryView(query: skipping, database: database).updatesIncrementally)
+    }
 }

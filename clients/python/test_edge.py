@@ -176,6 +176,26 @@ def test_metadata_only_changes_are_suppressed_without_include_metadata_changes(b
         assert [meta(e) for e in events] == [(True, True)], "the offline flip alone is suppressed; the write is not"
 
 
+def test_changes_only_listener_carries_changes_without_the_whole_result(base_url, project):
+    for i in range(3):
+        backend_set(base_url, project, f"c/d{i}", n=i)
+    a = Client(base_url, project)
+    with a.listen("c", changesOnly="true") as s, a.listen("c") as full:
+        [events, full_events] = a.sync(s, full)
+        assert [meta(e) for e in events] == [(False, False)] and "documents" not in events[0]
+        assert [(c["type"], c["newIndex"]) for c in events[0]["changes"]] == [("added", 0), ("added", 1), ("added", 2)]
+        assert len(full_events[0]["documents"]) == 3, "the same listener without changesOnly lists the result"
+        backend_set(base_url, project, "c/d1", n=10)
+        [events, _] = a.sync(s, full)
+        assert len(events) == 1 and "documents" not in events[0]
+        [change] = events[0]["changes"]
+        assert (change["type"], change["oldIndex"], change["newIndex"]) == ("modified", 1, 1)
+        assert change["document"]["fields"]["n"] == {"integerValue": "10"}
+    r = requests.get(f"{a.data}:listen", params={"query": json.dumps({"from": [{"collectionId": "c"}]}), "changesOnly": "maybe"},
+                     timeout=10)
+    assert r.status_code == 400 and r.json()["error"]["status"] == "INVALID_ARGUMENT"
+
+
 def test_rejected_write_reverts_the_local_view(base_url, project):
     a = Client(base_url, project)
     a.gates(holdWrites=True)
@@ -298,6 +318,42 @@ def test_persistent_client_survives_a_server_restart(tmp_path):
         assert requests.get(f"{data}/c/queued", params={"source": "cache"}, timeout=10).status_code == 200
         assert requests.post(url + ":waitForPendingWrites", params={"timeoutMs": 10000}, timeout=20).status_code == 200
         assert requests.get(f"{base}{docs_path(project)}/c/queued", timeout=10).status_code == 200
+    finally:
+        stop_server(proc)
+
+
+def test_a_persistent_target_keeps_its_documents_across_changes_and_a_restart(tmp_path):
+    """A commit that only changes a listened document saves the target's position, not its
+    documents; the documents stored are still the server's result after a server restart."""
+    proc, base = start_server(data_dir=tmp_path)
+    project = "p-" + uuid.uuid4().hex[:8]
+    try:
+        for doc in ("a", "b"):
+            backend_set(base, project, f"c/{doc}", n=1)
+        a = Client(base, project, persistence="persistent", cid="targets")
+        with a.listen("c", changesOnly="true") as s:
+            a.sync(s)
+            backend_set(base, project, "c/a", n=2)      # the target's documents stay
+            backend_set(base, project, "c/new", n=3)    # one joins
+            backend_set(base, project, "c/b", n=4)      # the target's documents stay
+            [events] = a.sync(s)
+            assert [[c["type"] for c in e["changes"]] for e in events] == [["modified"], ["added"], ["modified"]]
+    finally:
+        stop_server(proc)
+    proc, base = start_server(data_dir=tmp_path)
+    try:
+        assert requests.get(f"{base}/clients/targets", timeout=10).json()["settings"]["persistence"] == "persistent"
+        archive = requests.post(f"{base}/emulator/v1/export", json={"clients": True}, timeout=20).json()
+        [client] = [c for c in archive["clients"] if c["id"] == "targets"]
+        [target] = client["targets"]
+        assert sorted(d.rsplit("/", 1)[-1] for d in target["documents"]) == ["a", "b", "new"]
+        a = Client(base, project, persistence="persistent", cid="targets")
+        a.post("disableNetwork")
+        with a.listen("c") as s:
+            [events] = a.sync(s)
+            assert [meta(e) for e in events] == [(True, False)]
+            assert {d["name"].rsplit("/", 1)[-1]: d["fields"]["n"]["integerValue"] for d in events[0]["documents"]} == \
+                {"a": "2", "b": "4", "new": "3"}
     finally:
         stop_server(proc)
 

@@ -29,6 +29,9 @@ public struct ListenerOptions: Sendable {
     public var document: ResourcePath?
     /// The tab that opened the listener, on a shared persistence: closing the tab ends it.
     public var owner: String?
+    /// `changesOnly=true`: a query snapshot leaves out `documents` (the whole result) and
+    /// carries only `changes`, so a large result costs its changes, not its size, per event.
+    public var changesOnly = false
 
     public init() {}
 }
@@ -64,18 +67,18 @@ extension ViewSnapshot {
             if let doc { body = body.withMember("document", renderDocument(doc, database: database, options: options)) }
             return body
         }
-        return [
-            "metadata": metadata,
-            "documents": .array(documents.map { renderDocument($0, database: database, options: options) }),
-            "changes": .array(changes.map { change in
-                [
-                    "type": .string(change.kind == .added ? "added" : change.kind == .removed ? "removed" : "modified"),
-                    "oldIndex": .int(Int64(change.oldIndex)),
-                    "newIndex": .int(Int64(change.newIndex)),
-                    "document": renderDocument(change.document, database: database, options: options),
-                ]
-            }),
-        ]
+        var body: JSON = ["metadata": metadata]
+        if !options.changesOnly {
+            body = body.withMember("documents", .array(documents.map { renderDocument($0, database: database, options: options) }))
+        }
+        return body.withMember("changes", .array(changes.map { change in
+            [
+                "type": .string(change.kind == .added ? "added" : change.kind == .removed ? "removed" : "modified"),
+                "oldIndex": .int(Int64(change.oldIndex)),
+                "newIndex": .int(Int64(change.newIndex)),
+                "document": renderDocument(change.document, database: database, options: options),
+            ]
+        }))
     }
 
     func renderDocument(_ doc: LocalDocument, database: DatabaseID, options: ListenerOptions) -> JSON {

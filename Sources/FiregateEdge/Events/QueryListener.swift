@@ -11,7 +11,10 @@ public struct QueryListener: Sendable {
     /// A `source=cache` listener never waits for the server.
     public let cacheOnly: Bool
     public private(set) var raisedInitialEvent = false
-    private var lastSnapshot: ViewSnapshot?
+    /// The last snapshot while the initial event is held back (an online-state change may
+    /// raise it); only that, so a raised view's documents are not kept twice.
+    private var heldSnapshot: ViewSnapshot?
+    private var lastHadPendingWrites: Bool?
 
     public init(includeMetadataChanges: Bool, cacheOnly: Bool) {
         self.includeMetadataChanges = includeMetadataChanges
@@ -33,15 +36,17 @@ public struct QueryListener: Sendable {
         } else if shouldRaiseEvent(snap) {
             raised = snap
         }
-        lastSnapshot = snap
+        heldSnapshot = raisedInitialEvent ? nil : snap
+        lastHadPendingWrites = snap.hasPendingWrites
         return raised
     }
 
     /// The online state changed: an initial snapshot held back may now be raised.
     public mutating func onOnlineStateChange(_ onlineState: OnlineState) -> ViewSnapshot? {
-        guard let lastSnapshot, !raisedInitialEvent, shouldRaiseInitialEvent(lastSnapshot, onlineState) else { return nil }
+        guard let heldSnapshot, !raisedInitialEvent, shouldRaiseInitialEvent(heldSnapshot, onlineState) else { return nil }
         raisedInitialEvent = true
-        return lastSnapshot.asInitial()
+        self.heldSnapshot = nil
+        return heldSnapshot.asInitial()
     }
 
     func shouldRaiseInitialEvent(_ snap: ViewSnapshot, _ onlineState: OnlineState) -> Bool {
@@ -52,7 +57,7 @@ public struct QueryListener: Sendable {
 
     func shouldRaiseEvent(_ snap: ViewSnapshot) -> Bool {
         if !snap.changes.isEmpty { return true }
-        let pendingChanged = lastSnapshot.map { $0.hasPendingWrites != snap.hasPendingWrites } ?? false
+        let pendingChanged = lastHadPendingWrites.map { $0 != snap.hasPendingWrites } ?? false
         if snap.syncStateChanged || pendingChanged { return includeMetadataChanges }
         return false
     }

@@ -16,6 +16,12 @@ public struct QueryView: Sendable {
     /// Documents shown that the target's server result does not hold (limbo), as of the last
     /// update that knew the target's keys while current.
     public private(set) var limboDocuments: Set<ResourcePath> = []
+    /// `documents` by path, so a change finds what the view shows without a search.
+    private var shown: [ResourcePath: LocalDocument] = [:]
+
+    /// Whether `apply(changed:…)` can update this view: without a limit or offset, a change
+    /// can never pull a document the view does not know into it.
+    public var updatesIncrementally: Bool { query.limit == nil && query.offset == 0 }
 
     public init(query: Query, database: DatabaseID) {
         self.query = query
@@ -80,6 +86,9 @@ public struct QueryView: Sendable {
         }
         let newCurrent = targetCurrent && !pendingReset && (syncedKeys == nil || limboDocuments.isEmpty)
         let syncStateChanged = current != newCurrent
+        shown = [:]
+        shown.reserveCapacity(nextDocuments.count)
+        for doc in nextDocuments { shown[doc.path] = doc }
         guard !changes.isEmpty || syncStateChanged else {
             documents = nextDocuments
             mutatedPaths = nextMutated
@@ -91,6 +100,78 @@ public struct QueryView: Sendable {
         current = newCurrent
         return ViewSnapshot(documents: documents, changes: viewChanges, mutatedPaths: mutatedPaths, fromCache: !newCurrent,
                             syncStateChanged: syncStateChanged, hasCachedResults: hasCachedResults)
+    }
+
+    /// Applies new local versions of the documents in `changed` (nil: gone locally) while every
+    /// other document stays as last shown — the SDK's View.computeDocChanges over the changed
+    /// documents only, so the cost follows the change, not the size of the result. Only when
+    /// `updatesIncrementally`, and only on a view that has had its first update (the caller
+    /// falls back to `update(result:…)` otherwise); the snapshot is the one that would give.
+    public mutating func apply(changed: [(ResourcePath, LocalDocument?)], current targetCurrent: Bool, hasCachedResults: Bool) -> ViewSnapshot? {
+        precondition(updatesIncrementally && current != nil, "an incremental update needs an unwindowed view that has been updated once")
+        let query = self.query, database = self.database
+        var steps: [(step: DocumentChangeSet.ChangeStep, kind: ViewDocumentChange.Kind, doc: LocalDocument, old: LocalDocument?)] = []
+        var nextMutated = mutatedPaths
+        for (path, candidate) in changed {
+            let newDoc = candidate.flatMap { doc in
+                query.matches(doc.document, database: database) && query.withinBounds(doc.document, database: database) ? doc : nil
+            }
+            let oldDoc = shown[path]
+            let newPending = newDoc.map { $0.hasLocalMutations || (mutatedPaths.contains(path) && $0.hasCommittedMutations) } ?? false
+            if let oldDoc, let newDoc {
+                if oldDoc.document.fields != newDoc.document.fields {
+                    // As in update(result:…): an acknowledged write awaiting the watch stays shown.
+                    if oldDoc.hasLocalMutations && newDoc.hasCommittedMutations && !newDoc.hasLocalMutations { continue }
+                    steps.append((.move, .modified, newDoc, oldDoc))
+                } else if mutatedPaths.contains(path) != newPending {
+                    steps.append((.move, .metadata, newDoc, oldDoc))
+                } else {
+                    continue
+                }
+            } else if let newDoc {
+                steps.append((.insertion, .added, newDoc, nil))
+            } else if let oldDoc {
+                steps.append((.removal, .removed, oldDoc, oldDoc))
+                nextMutated.remove(path)
+                continue
+            } else {
+                continue
+            }
+            if newPending { nextMutated.insert(path) } else { nextMutated.remove(path) }
+        }
+        let syncStateChanged = current != targetCurrent
+        guard !steps.isEmpty || syncStateChanged else { return nil }
+        // DocumentChangeSet.indexed's order and running list, with `documents` as the list.
+        let before = { (a: LocalDocument, b: LocalDocument) in query.compare(a.document, b.document, database: database) < 0 }
+        steps.sort { a, b in a.step != b.step ? a.step.rawValue < b.step.rawValue : before(a.doc, b.doc) }
+        var viewChanges: [ViewDocumentChange] = []
+        viewChanges.reserveCapacity(steps.count)
+        for (step, kind, doc, old) in steps {
+            var oldIndex = -1, newIndex = -1
+            if let old {
+                oldIndex = position(of: old, before: before)
+                documents.remove(at: oldIndex)
+                shown[old.path] = nil
+            }
+            if step != .removal {
+                newIndex = documents.partitionIndex { before($0, doc) }
+                documents.insert(doc, at: newIndex)
+                shown[doc.path] = doc
+            }
+            viewChanges.append(ViewDocumentChange(kind: kind, document: doc, oldIndex: oldIndex, newIndex: newIndex))
+        }
+        mutatedPaths = nextMutated
+        current = targetCurrent
+        return ViewSnapshot(documents: documents, changes: viewChanges, mutatedPaths: mutatedPaths, fromCache: !targetCurrent,
+                            syncStateChanged: syncStateChanged, hasCachedResults: hasCachedResults)
+    }
+
+    /// Where a shown document sits: found by the query's order (every order ends with the
+    /// name, so it is unique), by its path should the order not find it.
+    private func position(of doc: LocalDocument, before: (LocalDocument, LocalDocument) -> Bool) -> Int {
+        let i = documents.partitionIndex { before($0, doc) }
+        if i < documents.count && documents[i].path == doc.path { return i }
+        return documents.firstIndex { $0.path == doc.path }!
     }
 
     /// Gives each change its indexes as `docChanges()` does (DocumentChangeSet.indexed).

@@ -119,6 +119,26 @@ public struct TargetCache: Sendable {
         return joined.union(left)
     }
 
+    /// A commit's effect on a target's server result: `joined` entered it, `left` left it (the
+    /// caller knows which, so the cost follows the change). Returns the documents whose
+    /// sequence moved, as `applyServerResult` does.
+    public mutating func applyServerChanges(_ queryID: String, joined: Set<ResourcePath>, left: Set<ResourcePath>) -> Set<ResourcePath> {
+        allocate(queryID)
+        for path in joined where targets[queryID]!.documents.insert(path).inserted {
+            holders[path, default: 0] += 1
+            documentSequence[path] = current
+            byteSize += DocumentLimits.nameSize(path)
+        }
+        for path in left where targets[queryID]!.documents.remove(path) != nil {
+            release(holderOf: path)
+            documentSequence[path] = current
+            byteSize -= DocumentLimits.nameSize(path)
+        }
+        targets[queryID]!.synced = true
+        targets[queryID]!.sequenceNumber = current
+        return joined.union(left)
+    }
+
     /// A document was referenced outside targets: a write settled (removeMutationReference),
     /// a view stopped showing it, a one-time read or limbo lookup cached it.
     public mutating func touch(_ path: ResourcePath) {

@@ -16,6 +16,7 @@ struct ClientListenRoute {
         var options = ListenerOptions()
         options.owner = tab
         options.includeMetadataChanges = try params.bool("includeMetadataChanges") ?? false
+        options.changesOnly = try params.bool("changesOnly") ?? false
         switch params.first("source")?.lowercased() {
         case nil, "default": options.cacheOnly = false
         case "cache": options.cacheOnly = true

@@ -83,6 +83,25 @@ public struct EdgeCacheStorage: Sendable {
     /// A query's target: its LRU sequence number, whether it has a server result, the
     /// documents of that result, its target id and the resume token of its last snapshot.
     public struct StoredTarget: Sendable, Equatable {
+        /// A target's fields without its document keys.
+        public struct Position: Sendable {
+            public var query: String
+            public var sequenceNumber: Int64
+            public var synced: Bool
+            public var targetID: Int
+            public var resumeToken: String
+            public var snapshotVersion: Timestamp
+
+            public init(query: String, sequenceNumber: Int64, synced: Bool, targetID: Int, resumeToken: String, snapshotVersion: Timestamp) {
+                self.query = query
+                self.sequenceNumber = sequenceNumber
+                self.synced = synced
+                self.targetID = targetID
+                self.resumeToken = resumeToken
+                self.snapshotVersion = snapshotVersion
+            }
+        }
+
         public var query: String
         public var sequenceNumber: Int64
         public var synced: Bool
@@ -237,6 +256,23 @@ public struct EdgeCacheStorage: Sendable {
         enqueue { db in
             try db.cachedStatement(sql: "INSERT OR REPLACE INTO edge_targets (client_id, query, sequence, synced, documents, target_id, resume_token, snapshot_us) VALUES (?, ?, ?, ?, ?, ?, ?, ?)")
                 .execute(arguments: [id, target.query, target.sequenceNumber, target.synced, keys, target.targetID, target.resumeToken, target.snapshotVersion.microseconds])
+        }
+    }
+
+    /// Saves where a stored target stands (its sequence, sync state and resume position) with
+    /// its stored document keys unchanged; `documents` are written only if the target has no
+    /// row yet.
+    public func saveTargetPosition(_ target: StoredTarget.Position, documents: @escaping @Sendable () -> [ResourcePath]) {
+        let id = clientID
+        enqueue { db in
+            try db.cachedStatement(sql: "UPDATE edge_targets SET sequence = ?, synced = ?, target_id = ?, resume_token = ?, snapshot_us = ? WHERE client_id = ? AND query = ?")
+                .execute(arguments: [target.sequenceNumber, target.synced, target.targetID, target.resumeToken, target.snapshotVersion.microseconds,
+                                     id, target.query])
+            guard db.changesCount == 0 else { return }
+            let keys = Data(JSONWriter.bytes(.array(documents().map { .string($0.canonical) })))
+            try db.cachedStatement(sql: "INSERT OR REPLACE INTO edge_targets (client_id, query, sequence, synced, documents, target_id, resume_token, snapshot_us) VALUES (?, ?, ?, ?, ?, ?, ?, ?)")
+                .execute(arguments: [id, target.query, target.sequenceNumber, target.synced, keys, target.targetID, target.resumeToken,
+                                     target.snapshotVersion.microseconds])
         }
     }
 
