@@ -26,7 +26,6 @@ Usage: python3 bench/edge_watch.py [--clients 100] [--documents 10000] [--writes
 (FIREGATE_BIN defaults to .build/release/firegate; a debug build is refused unless --allow-debug.)
 Exit status 0 when every check held, 1 when one failed, 2 when the run failed.
 """
-import argparse
 import asyncio
 import json
 import os
@@ -35,8 +34,9 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from fgbench import (REPO, BenchError, ConnPool, Server, SSEConn, check_binary, commit_body, docs_root,  # noqa: E402
-                     emit, gather_limited, log, mib, percentile, query_param, raise_nofile)
+from fgbench import (argument_parser, BenchError, check_binary, commit_body, ConnPool, docs_root, emit,  # noqa: E402
+                     gather_limited, log, mib, percentile, query_param, raise_nofile, run_script, Server,
+                     SSEConn)
 
 PROJECT = "bench-edge-watch"
 CONCURRENCY = 32
@@ -181,9 +181,7 @@ async def run(args) -> int:
 
 
 def parse_args(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--bin", default=os.environ.get("FIREGATE_BIN", os.path.join(REPO, ".build/release/firegate")))
-    ap.add_argument("--allow-debug", action="store_true", help="run on a debug build (to try the script)")
+    ap = argument_parser(__doc__)
     ap.add_argument("--clients", type=int, default=100)
     ap.add_argument("--documents", type=int, default=10000)
     ap.add_argument("--writes", type=int, default=10)
@@ -197,13 +195,4 @@ def parse_args(argv=None):
 
 if __name__ == "__main__":
     args = parse_args()
-    try:
-        sys.exit(asyncio.run(asyncio.wait_for(run(args), args.max_seconds)))
-    except BenchError as e:
-        print(f"bench: {e}", file=sys.stderr)
-        sys.exit(2)
-    except asyncio.TimeoutError:
-        print("bench: the run ran out of time", file=sys.stderr)
-        sys.exit(2)
-    except KeyboardInterrupt:
-        sys.exit(2)
+    run_script(lambda: run(args), args.max_seconds)

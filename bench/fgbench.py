@@ -48,6 +48,36 @@ def emit(figure: str, value, unit: str, **extra):
 
 
 # ---------------------------------------------------------------------------------------------
+# a script's arguments and exit
+# ---------------------------------------------------------------------------------------------
+
+def argument_parser(doc: str):
+    """An ArgumentParser with the script's docstring and the options every script takes:
+    --bin (FIREGATE_BIN, else .build/release/firegate) and --allow-debug."""
+    import argparse
+    ap = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--bin", default=os.environ.get("FIREGATE_BIN", os.path.join(REPO, ".build/release/firegate")))
+    ap.add_argument("--allow-debug", action="store_true", help="run on a debug build (to try the script)")
+    return ap
+
+
+def run_script(main, seconds: float):
+    """Runs the coroutine `main()` within `seconds` and exits with its status; a BenchError, a
+    timeout or Ctrl-C exit 2 (the run failed)."""
+    import sys
+    try:
+        sys.exit(asyncio.run(asyncio.wait_for(main(), seconds)))
+    except BenchError as e:
+        print(f"bench: {e}", file=sys.stderr)
+        sys.exit(2)
+    except asyncio.TimeoutError:
+        print("bench: the run ran out of time", file=sys.stderr)
+        sys.exit(2)
+    except KeyboardInterrupt:
+        sys.exit(2)
+
+
+# ---------------------------------------------------------------------------------------------
 # the binary and the server process
 # ---------------------------------------------------------------------------------------------
 
@@ -271,10 +301,12 @@ class HttpConn:
         return ("\r\n".join(lines) + "\r\n\r\n").encode() + (body or b"")
 
     async def request(self, method: str, path: str, body: Optional[bytes] = None, headers: Optional[dict] = None,
-                      on_sent: Optional[Callable[[], None]] = None):
-        return await asyncio.wait_for(self._request(method, path, body, headers, on_sent), self.timeout)
+                      on_sent: Optional[Callable[[], None]] = None, after_sent: Optional[Callable[[], None]] = None):
+        """`on_sent` runs just before the request goes out, `after_sent` just after it was handed
+        to the socket (before this loop reads anything)."""
+        return await asyncio.wait_for(self._request(method, path, body, headers, on_sent, after_sent), self.timeout)
 
-    async def _request(self, method, path, body, headers, on_sent):
+    async def _request(self, method, path, body, headers, on_sent, after_sent=None):
         data = self.encode(method, path, body, headers)
         for attempt in (0, 1):
             if self.writer is None:
@@ -283,6 +315,8 @@ class HttpConn:
                 if on_sent:
                     on_sent()   # the time just before the request goes out
                 self.writer.write(data)
+                if after_sent:
+                    after_sent()
                 await self.writer.drain()
                 return await self._response()
             except (ConnectionError, asyncio.IncompleteReadError) as e:

@@ -104,8 +104,9 @@ async def open_listeners(server: Server, path: str, n: int, fan: FanOut, timeout
 
 
 async def fanout_phase(server: Server, label: str, listen_path: str, write, n: int, commits: int, warmup: int,
-                       deadline: float):
-    """Opens n listeners, runs warmup+commits commits; returns the figures."""
+                       deadline: float, pause_s: float = 0.0):
+    """Opens n listeners, runs warmup+commits commits; returns the figures. With `pause_s`, this
+    process sleeps that long right after sending each commit, before reading any event."""
     fan = FanOut(n)
     conns, open_s = await open_listeners(server, listen_path, n, fan, timeout=max(10.0, deadline - time.monotonic()))
     log(f"    {n} listeners open and synced in {open_s:.2f} s; server RSS {mib(server.rss_kib())}, "
@@ -118,7 +119,8 @@ async def fanout_phase(server: Server, label: str, listen_path: str, write, n: i
             if time.monotonic() > deadline:
                 raise BenchError(f"{label}: out of time after {k} commits")
             sent = {}
-            status, _, body = await http.request("POST", *write(k), on_sent=lambda: sent.setdefault("t", time.time_ns()))
+            status, _, body = await http.request("POST", *write(k), on_sent=lambda: sent.setdefault("t", time.time_ns()),
+                                                 after_sent=(lambda: time.sleep(pause_s)) if pause_s else None)
             acked = time.time_ns()
             if status != 200:
                 raise BenchError(f"{label}: commit {k} -> {status}: {body[:300]!r}")
@@ -187,7 +189,7 @@ async def phase_doc(binary, args, deadline):
         log(f"== (a) {args.listeners} SSE listeners on one document, {args.commits} commits "
             f"({'in memory' if args.in_memory else 'durable, fsync'}), server pid {server.proc.pid}")
         r = await fanout_phase(server, "doc", f"{root}/fan/doc:listen", write, args.listeners, args.commits,
-                               args.warmup, deadline)
+                               args.warmup, deadline, args.reader_pause_ms / 1000)
         emit_fanout("doc", r)
         return r, report_fanout(r)
     finally:
@@ -314,6 +316,7 @@ def parse_args(argv=None):
     ap.add_argument("--commits", type=int, default=20, help="measured commits in (a) and (b) (default 20)")
     ap.add_argument("--warmup", type=int, default=2, help="unmeasured commits first (default 2)")
     ap.add_argument("--idle", type=int, default=10000, help="idle streams in (c) (default 10000)")
+    ap.add_argument("--reader-pause-ms", type=float, default=0)
     ap.add_argument("--in-memory", action="store_true", help="server --in-memory instead of a data dir")
     ap.add_argument("--only", default="a,b,c", help="phases to run, e.g. a,c")
     ap.add_argument("--max-seconds", type=float, default=900, help="bound on the whole run (default 900)")

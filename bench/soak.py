@@ -19,6 +19,10 @@ One durable server (a data dir under bench/out) carries, for --seconds (default 
 at a bounded rate (--rate requests/s, default 300). Every 5 s it samples the server's resident
 memory (VmRSS) and open descriptors.
 
+Before the load, the server's bounded buffers are filled, so that growth after the warm-up can
+only be a leak: 20 000 commits (--prefill: the resume history a database keeps, DatabaseState)
+and 1 000 commits per edge client (--prefill-edge: the settled write outcomes each keeps).
+
 Errors counted: any unexpected HTTP status or connection failure, any `event: error` or `cancel`,
 any stream that ends without this script having closed it (or restarted its client), a restart
 that lost writes. At the end the load stops, every client comes online and
@@ -28,13 +32,13 @@ listeners: the client's ten documents with their final values and `hasPendingWri
 that the backend holds every edge write.
 
 Memory is "flat" when the median RSS of the last minute is within 10 % of the median of the
-minute after warm-up (--warmup, default 60 s). The curve is printed and, with --write-results,
+minute after warm-up (--warmup, default 60 s); the least-squares slope after warm-up is reported
+too. The curve is printed and, with --write-results,
 written into bench/RESULTS.md as its "## Soak" section (bench/run keeps that section).
 
 Usage: python3 bench/soak.py [--seconds 300] [--rate 300] [--write-results]
 Exit status 0: zero errors, every check held, memory flat; 1: otherwise; 2: the run failed.
 """
-import argparse
 import asyncio
 import datetime
 import json
@@ -46,8 +50,8 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from fgbench import (REPO, BenchError, ConnPool, Server, SSEConn, check_binary, commit_body, docs_root, log, mib,  # noqa: E402
-                     query_param, raise_nofile)
+from fgbench import (REPO, argument_parser, BenchError, check_binary, commit_body, ConnPool, docs_root,  # noqa: E402
+                     gather_limited, log, mib, query_param, raise_nofile, run_script, Server, SSEConn)
 
 PROJECT = "bench-soak"
 NS = "bench-soak"
@@ -109,6 +113,44 @@ class Soak:
             self.client_streams[client].append(stream)
         return stream
 
+    async def seed(self):
+        """Every document and tree location exists before the load starts (reads expect them)."""
+        v = self.next_value()
+        await self.call("doc commit", "POST", f"{self.root}:commit",
+                        commit_body(PROJECT, {f"soak/d{k}": {"v": v, "k": k} for k in range(DOCS)}))
+        await self.call("tree PUT", "PUT", f"/soak.json?ns={NS}", {f"n{k}": {"v": v, "k": k} for k in range(TREE_NODES)})
+        self.doc_value = {k: v for k in range(DOCS)}
+        self.node_value = {k: v for k in range(TREE_NODES)}
+        # The database keeps its last 20 000 commits for resuming listens (DatabaseState): a
+        # bounded buffer that would otherwise fill during most of the run. Filling it first
+        # means any growth after the warm-up is not that buffer.
+        t = time.monotonic()
+
+        async def writer(w: int):     # one writer per document, so the last answer is the last write
+            keys = [k for k in range(DOCS) if k % 32 == w]
+            for n in range(self.args.prefill // 32):
+                k = keys[n % len(keys)]
+                v = self.next_value()
+                if await self.call("prefill commit", "POST", f"{self.root}:commit",
+                                   commit_body(PROJECT, {f"soak/d{k}": {"v": v, "k": k}})) is not None:
+                    self.doc_value[k] = v
+        await asyncio.gather(*(writer(w) for w in range(32)))
+        # Each edge client keeps the outcomes of its last 1 000 settled writes (WriteOutcomes):
+        # filled first too.
+        edge_writes = self.args.prefill_edge
+
+        async def client_writer(i: int):
+            for n in range(edge_writes):
+                j, v = n % EDGE_KEYS, self.next_value()
+                if await self.call("prefill edge commit", "POST", f"/clients/c{i}{self.root}:commit",
+                                   commit_body(PROJECT, {f"e{i}/x{j}": {"v": v}})) is not None:
+                    self.edge_value[(i, j)] = v
+        await gather_limited([client_writer(i) for i in range(EDGE_CLIENTS)], 25)
+        for i in range(EDGE_CLIENTS):
+            await self.call("waitForPendingWrites", "POST", f"/clients/c{i}:waitForPendingWrites?timeoutMs=60000", b"")
+        log(f"    bounded buffers filled first, in {time.monotonic() - t:.1f} s: {self.ops.get('prefill commit', 0)} commits "
+            f"(the resume history), {self.ops.get('prefill edge commit', 0)} edge commits (each client's settled write outcomes)")
+
     async def open_all(self):
         tasks = []
         for n in range(DOC_STREAMS):
@@ -124,7 +166,7 @@ class Soak:
 
     async def open_client_streams(self, i: int):
         q = query_param({"from": [{"collectionId": f"e{i}"}]})
-        await self.open_stream("edge-query", i, f"/clients/c{i}{self.root}:listen?query={q}", client=i)
+        await self.open_stream("edge-query", i, f"/clients/c{i}{self.root}:listen?query={q}&includeMetadataChanges=true", client=i)
         for m in range(3):
             k = (i * 3 + m) % DOCS
             await self.open_stream("edge-doc", k, f"/clients/c{i}{self.root}/soak/d{k}:listen", client=i)
@@ -134,7 +176,7 @@ class Soak:
         while not self.stopping:
             await asyncio.sleep(1)
             plain = [s for s in self.streams if s.kind in ("doc", "tree") and s.conn is not None and s.conn.opened.done()]
-            for stream in self.rng.sample(plain, min(6, len(plain))):
+            for stream in self.rng.sample(plain, min(self.args.churn, len(plain))):
                 stream.retire()
                 self.streams.remove(stream)
                 headers = {"Last-Event-ID": stream.last_id} if stream.kind == "doc" and stream.last_id else None
@@ -160,8 +202,9 @@ class Soak:
         elif r < 0.80:
             await self.call("tree GET", "GET", f"/soak/n{self.rng.randrange(TREE_NODES)}.json?ns={NS}")
         elif r < 0.92:
+            # one of the documents the client listens to, so it is cached also while offline
             i = self.rng.randrange(EDGE_CLIENTS)
-            await self.call("edge GET", "GET", f"/clients/c{i}{self.root}/soak/d{self.rng.randrange(DOCS)}")
+            await self.call("edge GET", "GET", f"/clients/c{i}{self.root}/soak/d{(i * 3 + self.rng.randrange(3)) % DOCS}")
         else:
             await self.call("client state", "GET", f"/clients/c{self.rng.randrange(EDGE_CLIENTS)}")
 
@@ -221,7 +264,7 @@ class Soak:
                 continue
             self.busy_clients.add(i)
             try:
-                if self.rng.random() < 0.2:
+                if self.rng.random() < self.args.restarts:
                     for stream in self.client_streams[i]:
                         stream.retire()
                         self.streams.remove(stream)
@@ -339,6 +382,17 @@ class Stream:
             self.pending = bool(body.get("metadata", {}).get("hasPendingWrites"))
 
 
+def slope(samples, warmup: float) -> float:
+    """Least-squares growth of RSS after the warm-up, in MiB per minute."""
+    pts = [(t, rss / 1024) for t, rss, _ in samples if t >= warmup]
+    if len(pts) < 2:
+        return 0.0
+    mt = sum(t for t, _ in pts) / len(pts)
+    mr = sum(r for _, r in pts) / len(pts)
+    den = sum((t - mt) ** 2 for t, _ in pts)
+    return 60 * sum((t - mt) * (r - mr) for t, r in pts) / den if den else 0.0
+
+
 def flatness(samples, warmup: float):
     """(median RSS in the minute after warm-up, median RSS in the last minute, growth fraction)."""
     end = samples[-1][0]
@@ -362,7 +416,8 @@ def results_section(args, soak, flat, failures, elapsed, head) -> str:
         "",
         f"**Errors: {len(soak.errors)}. End checks: {'all held' if not failures else f'{len(failures)} FAILED'}. "
         + (f"Resident memory: {mib(flat[0])} in the minute after warm-up ({args.warmup:.0f} s), {mib(flat[1])} in the last "
-           f"minute ({flat[2] * 100:+.1f} %): {'flat' if abs(flat[2]) <= 0.10 else 'NOT flat'}.**" if flat else "**"),
+           f"minute ({flat[2] * 100:+.1f} %; least-squares slope after warm-up {slope(soak.samples, args.warmup):+.2f} MiB/min): "
+           f"{'flat' if abs(flat[2]) <= 0.10 else 'NOT flat'}.**" if flat else "**"),
         "",
         "Requests by kind: " + ", ".join(f"{k} {v}" for k, v in sorted(soak.ops.items())) + ".",
         "",
@@ -394,6 +449,7 @@ async def run(args) -> int:
     try:
         for i in range(EDGE_CLIENTS):
             await soak.call("client create", "PUT", f"/clients/c{i}", {"project": PROJECT, "persistence": "persistent"})
+        await soak.seed()
         await soak.open_all()
         log(f"== soak: {len(soak.streams)} streams open, {args.rate} requests/s for {args.seconds} s, pid {server.proc.pid}")
         sampler = asyncio.create_task(soak.sample(start))
@@ -423,7 +479,8 @@ async def run(args) -> int:
     for f in failures[:20]:
         log(f"    CHECK FAILED: {f}")
     if flat:
-        log(f"== RSS: {mib(flat[0])} in the minute after warm-up, {mib(flat[1])} in the last minute ({flat[2] * 100:+.1f} %)")
+        log(f"== RSS: {mib(flat[0])} in the minute after warm-up, {mib(flat[1])} in the last minute ({flat[2] * 100:+.1f} %); "
+            f"slope after warm-up {slope(soak.samples, args.warmup):+.2f} MiB/min")
     log(f"== {len(soak.errors)} errors, {len(failures)} failed end checks, {soak.reconnects} stream reconnects")
     head = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], capture_output=True, text=True, cwd=REPO).stdout.strip()
     if args.write_results:
@@ -441,13 +498,16 @@ async def report_progress(soak: Soak, start: float, deadline: float):
 
 
 def parse_args(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--bin", default=os.environ.get("FIREGATE_BIN", os.path.join(REPO, ".build/release/firegate")))
-    ap.add_argument("--allow-debug", action="store_true", help="run on a debug build (to try the script)")
+    ap = argument_parser(__doc__)
     ap.add_argument("--seconds", type=float, default=300)
     ap.add_argument("--warmup", type=float, default=60)
     ap.add_argument("--rate", type=float, default=300, help="requests per second, all kinds together")
     ap.add_argument("--seed", type=int, default=12)
+    ap.add_argument("--churn", type=int, default=6, help="streams that hang up and reconnect each second")
+    ap.add_argument("--restarts", type=float, default=0.2, help="share of the clients' offline/online steps that restart instead")
+    ap.add_argument("--prefill", type=int, default=20000, help="commits written before the load (the resume history's size)")
+    ap.add_argument("--prefill-edge", type=int, default=1000,
+                    help="commits per edge client before the load (the settled write outcomes each keeps)")
     ap.add_argument("--write-results", action="store_true", help="write the Soak section of bench/RESULTS.md")
     a = ap.parse_args(argv)
     if not (10 <= a.seconds <= 3600 and 0 <= a.warmup < a.seconds and 1 <= a.rate <= 5000):
@@ -457,13 +517,4 @@ def parse_args(argv=None):
 
 if __name__ == "__main__":
     args = parse_args()
-    try:
-        sys.exit(asyncio.run(asyncio.wait_for(run(args), args.seconds + 180)))
-    except BenchError as e:
-        print(f"bench: {e}", file=sys.stderr)
-        sys.exit(2)
-    except asyncio.TimeoutError:
-        print("bench: the run ran out of time", file=sys.stderr)
-        sys.exit(2)
-    except KeyboardInterrupt:
-        sys.exit(2)
+    run_script(lambda: run(args), args.seconds + 180)

@@ -27,7 +27,7 @@ extension EdgeClient {
             parkedQueues[user] = parked
             queue.reserveIDs(from: parked.nextID)
         }
-        writeStates[batch.id] = .pending
+        writeStates.pending(batch.id, .pending)
         if settings.persistence == .persistent, let storage {
             let json = JSON.array(writes.map { $0.json(database: settings.databaseID) })
             do {
@@ -41,7 +41,7 @@ extension EdgeClient {
                 }
             } catch {
                 _ = takeBatch(batch.id)
-                writeStates[batch.id] = nil
+                writeStates.forget(batch.id)
                 throw .internal("The write could not be persisted: \(error)")
             }
         }
@@ -254,14 +254,13 @@ extension EdgeClient {
 
     /// Records a batch's final state and wakes whoever waits on it.
     func finish(_ batchID: Int64, _ state: WriteState) {
-        writeStates[batchID] = state
+        writeStates.settle(batchID, state)
         broadcast(EdgeClient.batchNotification(batchID, state))
         switch state {
         case .acknowledged: backend.operations.record(.writeAcknowledged(client: id, writeID: String(batchID)))
         case .rejected(let error): backend.operations.record(.writeRejected(client: id, writeID: String(batchID), error: error))
         case .pending: break
         }
-        if writeStates.count > 10_000, let oldest = writeStates.keys.min() { writeStates[oldest] = nil }
         for waiter in ackWaiters.removeValue(forKey: batchID) ?? [] { waiter.continuation.resume(returning: state) }
         let lowest = queue.first?.id ?? Int64.max
         pendingWriteWaiters.removeAll { waiter in

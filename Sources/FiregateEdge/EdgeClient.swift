@@ -24,7 +24,7 @@ public actor EdgeClient {
     var queue = MutationQueue()
     /// Other users' queues, kept until that user signs in again (the SDK's per-user queues).
     var parkedQueues: [String: MutationQueue] = [:]
-    var writeStates: [Int64: WriteState] = [:]
+    var writeStates = WriteOutcomes<WriteState>()
     /// Every query listened to, its server result's keys, and LRU sequence numbers.
     var targetCache = TargetCache()
     /// Runs the LRU collection on the SDK's schedule once the client has started.
@@ -174,7 +174,7 @@ public actor EdgeClient {
 
     /// The cache, queue and targets a persistent client saved.
     static func restored(_ snapshot: EdgeCacheStorage.Snapshot, database: DatabaseID)
-        -> (RemoteDocumentCache, MutationQueue, [Int64: WriteState], TargetCache)
+        -> (RemoteDocumentCache, MutationQueue, WriteOutcomes<WriteState>, TargetCache)
     {
         var remote = RemoteDocumentCache()
         var sequences: [ResourcePath: Int64] = [:]
@@ -197,12 +197,12 @@ public actor EdgeClient {
         targetCache.restore(targets: targets, documentSequence: sequences)
         EdgeClient.restoreIndexes(snapshot.indexes, into: &remote, database: database)
         var batches: [MutationBatch] = []
-        var states: [Int64: WriteState] = [:]
+        var states = WriteOutcomes<WriteState>()
         for (batchID, time, json) in snapshot.mutations {
             guard let items = json.arrayValue else { continue }
             let writes = items.compactMap { try? Write(json: $0, database: database) }
             batches.append(MutationBatch(id: batchID, localWriteTime: time, writes: writes))
-            states[batchID] = .pending
+            states.pending(batchID, .pending)
         }
         var queue = MutationQueue()
         queue.restore(batches)

@@ -34,7 +34,9 @@ final class ConnectionFastPathTests: XCTestCase {
         XCTAssertFalse(events.resumes)
         guard case .simple(let resumed) = parse("GET /v1/x:listen HTTP/1.1\r\nlast-event-id: 1.2\r\n\r\n") else { return XCTFail() }
         XCTAssertTrue(resumed.resumes)
+        XCTAssertEqual(resumed.lastEventID, "1.2", "the value is kept for the stream to resume after")
         XCTAssertFalse(resumed.acceptsEventStream)
+        XCTAssertFalse(isSimple("GET /v1/x:listen HTTP/1.1\r\nLast-Event-ID: 1.2\r\nLast-Event-ID: 1.3\r\n\r\n"), "two positions: the full path decides")
 
         for refused in [
             "POST /v1/x HTTP/1.1\r\n\r\n",

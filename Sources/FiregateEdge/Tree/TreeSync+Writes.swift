@@ -49,7 +49,7 @@ extension TreeSync {
         var write = TreeUserWrite(id: id, path: path, change: change, wire: wire, durable: !persistent)
         if !write.isTransaction { abortTransactions(touching: write) }
         writes.add(write)
-        writeStates[id] = .pending
+        writeStates.pending(id, .pending)
         refreshViews(touching: write.touchedPaths)
         if persistent, let body = write.stored, let storage {
             do {
@@ -180,7 +180,7 @@ extension TreeSync {
     }
 
     func finish(_ id: Int64, _ state: TreeWriteState) {
-        writeStates[id] = state
+        writeStates.settle(id, state)
         for waiter in ackWaiters.removeValue(forKey: id) ?? [] { waiter.resume(returning: state) }
     }
 

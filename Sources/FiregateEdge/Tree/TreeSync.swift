@@ -59,7 +59,7 @@ public actor TreeSync {
     var info = TreeInfo()
     var cache = TreeServerCache()
     var writes = TreeWriteTree()
-    var writeStates: [Int64: TreeWriteState] = [:]
+    var writeStates = WriteOutcomes<TreeWriteState>()
     var nextWriteID: Int64 = 1
     var views = TreeViews()
     var listens: [TreeQuerySpec: ServerListen] = [:]
@@ -89,7 +89,7 @@ public actor TreeSync {
         inputs = continuation
         if let snapshot {
             (cache, writes, nextWriteID) = TreeSync.restored(snapshot, nowMillis: backend.clock.nowMicros() / 1000 + clockOffsetMs)
-            for write in writes.writes { writeStates[write.id] = .pending }
+            for write in writes.writes { writeStates.pending(write.id, .pending) }
         }
         Task { [weak self] in
             for await input in stream {

@@ -12,7 +12,7 @@ import NIOHTTP1
 ///   (`/{path}.json`, no query but `ns=`), from the cached encodings. A missing document gets
 ///   the full path's 404; a tree location not in the cache is read from its namespace while
 ///   later input waits.
-/// - A bare document `:listen` (no query, no `Last-Event-ID`) and a bare tree event stream
+/// - A bare document `:listen` (no query; resumed with `Last-Event-ID` or not) and a bare tree event stream
 ///   (`Accept: text/event-stream`, no query but `ns=`): an `EventLoopStream`; what the client
 ///   sends meanwhile waits until the stream ends.
 /// - A `:commit` without a transaction whose writes apply: later input waits until it is
@@ -224,12 +224,15 @@ final class ConnectionFastPath: ChannelDuplexHandler, RemovableChannelHandler {
         return parsed
     }
 
-    /// A bare listen of one document, served here as a stream; nil when the full path must.
+    /// A bare listen of one document, served here as a stream (resuming after its
+    /// `Last-Event-ID` as the full path does); nil when the full path must.
     private func documentListen(_ target: String, query: String?, _ request: SimpleRequest) -> DocumentListenStream? {
-        guard query == nil, !request.resumes, target.hasSuffix(":listen"), backend.documents.isLoaded,
+        guard query == nil, target.hasSuffix(":listen"), backend.documents.isLoaded,
               let parsed = documentPath(target), parsed.verb == "listen", parsed.path.isDocument else { return nil }
-        return DocumentListenStream(database: backend.documents.database(parsed.database), path: parsed.path, options: documents.listenOptions,
-                                    ticker: documents.ticker, frames: documents.frames, resumeAfter: nil, resuming: false)
+        let database = backend.documents.database(parsed.database)
+        return DocumentListenStream(database: database, path: parsed.path, options: documents.listenOptions, ticker: documents.ticker,
+                                    frames: documents.frames, resumeAfter: request.lastEventID.flatMap { database.sequence(fromResumeToken: $0) },
+                                    resuming: request.resumes)
     }
 
     private func listen(_ source: any EventLoopStreamSource, path: String, started: ContinuousClock.Instant, context: ChannelHandlerContext) {

@@ -8,7 +8,7 @@ import NIOCore
 /// `Expect`, `X-HTTP-Method-Override`, `If-Match`, `If-None-Match`, `X-Firebase-ETag`, a
 /// `Connection` other than `keep-alive`). Anything else is for the full HTTP/1.1 parser, so
 /// the check errs on the side of refusing. An `Accept` naming event streams and a
-/// `Last-Event-ID` are noted, for the answer to decide.
+/// `Last-Event-ID` (with its value) are noted, for the answer to decide.
 struct SimpleRequest {
     enum Method { case get, post }
 
@@ -25,8 +25,10 @@ struct SimpleRequest {
     let acceptsGzip: Bool
     /// `Accept` names `text/event-stream`: only a stream answers it here.
     var acceptsEventStream = false
-    /// A `Last-Event-ID` header came: a resumed stream, which only the full path serves.
-    var resumes = false
+    /// The `Last-Event-ID` header's value, when one came: a stream resuming after that event.
+    /// More than one is left to the full path.
+    var lastEventID: String?
+    var resumes: Bool { lastEventID != nil }
 
     enum Parse {
         case simple(SimpleRequest)
@@ -70,7 +72,7 @@ struct SimpleRequest {
             guard bytes[i + j] == version.utf8Start[j] else { return .notSimple }
         }
         i += version.utf8CodeUnitCount
-        var acceptsGzip = false, acceptsEventStream = false, resumes = false
+        var acceptsGzip = false, acceptsEventStream = false, lastEventID: String?
         var contentLength: Int?
         // Header lines, up to the blank line.
         while true {
@@ -85,7 +87,7 @@ struct SimpleRequest {
                 guard (method == .post) == (contentLength != nil) else { return .notSimple }
                 guard count >= end + 2 + bodyLength else { return .incomplete }
                 return .simple(SimpleRequest(method: method, path: path, query: query, length: end + 2 + bodyLength, bodyLength: bodyLength,
-                                             acceptsGzip: acceptsGzip, acceptsEventStream: acceptsEventStream, resumes: resumes))
+                                             acceptsGzip: acceptsGzip, acceptsEventStream: acceptsEventStream, lastEventID: lastEventID))
             }
             let first = bytes[i]
             guard first != UInt8(ascii: " "), first != UInt8(ascii: "\t") else { return .notSimple }  // obsolete line folding
@@ -100,7 +102,9 @@ struct SimpleRequest {
             case .acceptEncoding: acceptsGzip = acceptsGzip || containsGzip(bytes, colon + 1..<end)
             case .connection: guard value(bytes, colon + 1..<end).lowercased() == "keep-alive" else { return .notSimple }
             case .accept: acceptsEventStream = acceptsEventStream || value(bytes, colon + 1..<end).lowercased().contains("event-stream")
-            case .lastEventID: resumes = true
+            case .lastEventID:
+                guard lastEventID == nil else { return .notSimple }
+                lastEventID = value(bytes, colon + 1..<end)
             case .contentLength:
                 guard contentLength == nil, let length = decimal(bytes, colon + 1..<end), length <= maxBodyLength else { return .notSimple }
                 contentLength = length
