@@ -33,7 +33,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from fgbench import (REPO, BenchError, ConnPool, HttpConn, Server, SSEConn, check_binary, commit_body, docs_root,  # noqa: E402
-                     emit, gather_limited, log, mib, percentile, query_param, raise_nofile, settle_rss)
+                     emit, gather_limited, log, mib, percentile, query_param, raise_nofile, run_script, settle_rss)
 
 PROJECT = "bench-edge"
 CONCURRENCY = 64
@@ -306,13 +306,4 @@ def parse_args(argv=None):
 
 if __name__ == "__main__":
     args = parse_args()
-    try:
-        sys.exit(asyncio.run(main(args)))
-    except BenchError as e:
-        print(f"bench: {e}", file=sys.stderr)
-        sys.exit(2)
-    except asyncio.TimeoutError:
-        print("bench: a phase ran out of time", file=sys.stderr)
-        sys.exit(2)
-    except KeyboardInterrupt:
-        sys.exit(2)
+    run_script(lambda: main(args), 2 * args.max_seconds + 60)   # each phase has its own bound too
