@@ -34,8 +34,7 @@ public struct QueryView: Sendable {
     /// to again after an existence-filter mismatch) keeps it from cache (View.applyChanges).
     public mutating func update(result: [LocalDocument], current targetCurrent: Bool, hasCachedResults: Bool,
                                 syncedKeys: Set<ResourcePath>? = nil, pendingReset: Bool = false) -> ViewSnapshot? {
-        var old: [ResourcePath: LocalDocument] = [:]
-        for doc in documents { old[doc.path] = doc }
+        let old = shown
         var incoming: [ResourcePath: LocalDocument] = [:]
         for doc in result { incoming[doc.path] = doc }
 
