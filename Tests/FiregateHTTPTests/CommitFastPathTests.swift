@@ -72,6 +72,23 @@ final class CommitFastPathTests: XCTestCase {
         }
     }
 
+    /// Input that arrives while a commit becomes durable (here a byte at a time, and more than
+    /// one request) waits its turn and is answered in order.
+    func testInputArrivingWhileACommitIsDurableWaitsItsTurn() async throws {
+        try await withServer(setup: .live) { client, backend in
+            let port = try XCTUnwrap(client.port)
+            let stream = try RawHTTPStream(port: port, raw: CommitFastPathTests.post(CommitFastPathTests.commitBody("c/a", 1)))
+            let behind = CommitFastPathTests.post(CommitFastPathTests.commitBody("c/a", 2)) + "GET \(base)/c/a HTTP/1.1\r\nHost: x\r\n\r\n"
+            for byte in behind.utf8 { try stream.send(String(decoding: [byte], as: UTF8.self)) }
+            let answered = await stream.read { $0.responses.count == 3 }
+            guard answered else { return XCTFail("\(stream.responses)") }
+            XCTAssertTrue(stream.responses.allSatisfy { $0.head.hasPrefix("HTTP/1.1 200 OK\r\n") }, "\(stream.responses)")
+            let read = try JSONParser.parse(stream.responses[2].body)
+            XCTAssertEqual(read["fields"], ["n": ["integerValue": "2"]], "the read comes after both commits")
+            XCTAssertEqual(try backend.documents.database(testDB).get(ResourcePath(["c", "a"])).value?.fields, ["n": .integer(2)])
+        }
+    }
+
     func testRefusedCommitsGetTheFullPathsErrorsAndChangeNothing() async throws {
         try await withServer(setup: .live) { client, backend in
             let port = try XCTUnwrap(client.port)

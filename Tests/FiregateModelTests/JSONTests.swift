@@ -103,6 +103,10 @@ final class JSONWriterTests: XCTestCase {
         let text = JSONWriter.string(.string(original))
         XCTAssertEqual(text, #""q\"b\\n\nr\rt\tb\bf\fc\u0001d\u001fe\u007f/é😀""#)
         XCTAssertEqual(try JSONParser.parse(text), .string(original))
+        // Escapes at either end, none at all, and nothing.
+        XCTAssertEqual(JSONWriter.string(.string("\"x\n")), #""\"x\n""#)
+        XCTAssertEqual(JSONWriter.string(.string("plain text")), #""plain text""#)
+        XCTAssertEqual(JSONWriter.string(.string("")), "\"\"")
     }
 
     func testIntegersExact() {

@@ -124,6 +124,22 @@ final class ResourcePathTests: XCTestCase {
         XCTAssertFalse(rpath("a/b").isPrefix(of: rpath("a/bc")))
     }
 
+    func testEqualPathsHashAlikeAndDifferentOnesDiffer() {
+        let a = rpath("users/u1/settings/profile")
+        let b = ResourcePath(["users", "u1", "settings", "profile"])
+        XCTAssertEqual(a, b)
+        XCTAssertEqual(a.hashValue, b.hashValue)
+        XCTAssertEqual(a.parent, rpath("users/u1/settings"))
+        XCTAssertEqual(rpath("users/u1").appending("x"), rpath("users/u1/x"))
+        // Same segments joined differently are different paths.
+        XCTAssertNotEqual(rpath("a/bc"), ResourcePath(["a/b", "c"]))
+        XCTAssertNotEqual(rpath("a/b"), rpath("a/b/c"))
+        let set = Set((0..<1000).map { rpath("users/u\($0)/settings/profile") })
+        XCTAssertEqual(set.count, 1000)
+        XCTAssertTrue(set.contains(rpath("users/u999/settings/profile")))
+        XCTAssertFalse(set.contains(rpath("users/u1000/settings/profile")))
+    }
+
     func testAutoIDs() {
         var seen = Set<String>()
         for _ in 0..<200 {
@@ -155,6 +171,11 @@ final class DatabaseIDTests: XCTestCase {
         assertFiregateError(.invalidArgument, contains: "Invalid resource name") { try db.path(fromName: "c/d") }
         assertFiregateError(.invalidArgument) { try db.path(fromName: "projects/p/databases/(default)/documentsX/c") }
         assertFiregateError(.invalidArgument) { try db.path(fromName: "projects/p/databases/(default)/documents/c//d") }
+        assertFiregateError(.invalidArgument) { try db.path(fromName: "projects/p/databases/(default)/document") }
+        let accented = DatabaseID(project: "p", database: "bé")
+        XCTAssertEqual(try accented.path(fromName: "projects/p/databases/bé/documents/c/é"), ResourcePath(["c", "é"]))
+        XCTAssertEqual(accented, DatabaseID(project: "p", database: "bé"))
+        XCTAssertNotEqual(accented, DatabaseID(project: "p"))
     }
 }
 

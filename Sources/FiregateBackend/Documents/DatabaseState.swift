@@ -13,7 +13,8 @@ struct DatabaseState {
     var documents: [ResourcePath: Entry] = [:]
     /// Collection path → the documents directly in it.
     var collections: [ResourcePath: Set<ResourcePath>] = [:]
-    /// Collection id → every document in a collection of that id (collection groups).
+    /// Collection id → the non-empty collections of that id (collection groups). Kept per
+    /// collection, not per document, so a new document costs one set insert, not two.
     var groups: [String: Set<ResourcePath>] = [:]
     /// Recent commits, oldest first, for read-time reads and listen resumption.
     var history: Deque<CommitRecord> = []
@@ -35,17 +36,20 @@ struct DatabaseState {
     mutating func put(_ document: Document) {
         let path = document.path
         if documents.updateValue(Entry(document: document, encoded: nil), forKey: path) == nil {
-            collections[path.parent, default: []].insert(path)
-            groups[path.parent.lastSegment, default: []].insert(path)
+            let collection = path.parent
+            if collections[collection] == nil { groups[collection.lastSegment, default: []].insert(collection) }
+            collections[collection, default: []].insert(path)
         }
     }
 
     mutating func remove(_ path: ResourcePath) {
         guard documents.removeValue(forKey: path) != nil else { return }
-        collections[path.parent]?.remove(path)
-        if collections[path.parent]?.isEmpty == true { collections[path.parent] = nil }
-        groups[path.parent.lastSegment]?.remove(path)
-        if groups[path.parent.lastSegment]?.isEmpty == true { groups[path.parent.lastSegment] = nil }
+        let collection = path.parent
+        collections[collection]?.remove(path)
+        guard collections[collection]?.isEmpty == true else { return }
+        collections[collection] = nil
+        groups[collection.lastSegment]?.remove(collection)
+        if groups[collection.lastSegment]?.isEmpty == true { groups[collection.lastSegment] = nil }
     }
 
     mutating func record(_ commit: CommitRecord) {
@@ -82,7 +86,10 @@ struct DatabaseState {
     func candidates(for query: Query, at time: Timestamp?) -> [Document] {
         var paths: Set<ResourcePath>
         if query.allDescendants {
-            paths = groups[query.collectionID] ?? []
+            paths = []
+            for collection in groups[query.collectionID] ?? [] where query.parent.isPrefix(of: collection) {
+                paths.formUnion(collections[collection] ?? [])
+            }
         } else {
             paths = collections[query.collectionPath] ?? []
         }

@@ -153,9 +153,12 @@ final class ConnectionFastPath: ChannelDuplexHandler, RemovableChannelHandler {
         context.flush()
     }
 
-    /// No more reads while an answer is prepared: input stays in the kernel, bounded.
+    /// While an answer is prepared, reading goes on only until some input waits: then the rest
+    /// stays in the kernel, bounded. (Stopping at once would switch the socket's read interest
+    /// off and on again for every commit, two system calls each, though a client rarely sends
+    /// anything before its answer.)
     func read(context: ChannelHandlerContext) {
-        if answering {
+        if answering, let unread, unread.readableBytes > 0 {
             readPaused = true
         } else {
             context.read()

@@ -2,16 +2,26 @@
 public struct DatabaseID: Sendable, Hashable, CustomStringConvertible {
     public let project: String
     public let database: String
+    /// `projects/p/databases/d`
+    public let name: String
+    /// `projects/p/databases/d/documents`, kept because every write names a document under it.
+    public let documentsRoot: String
 
     public init(project: String, database: String = "(default)") {
         self.project = project
         self.database = database
+        let name = "projects/\(project)/databases/\(database)"
+        self.name = name
+        self.documentsRoot = name + "/documents"
     }
 
-    /// `projects/p/databases/d`
-    public var name: String { "projects/\(project)/databases/\(database)" }
-    /// `projects/p/databases/d/documents`
-    public var documentsRoot: String { name + "/documents" }
+    public static func == (a: DatabaseID, b: DatabaseID) -> Bool { a.project == b.project && a.database == b.database }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(project)
+        hasher.combine(database)
+    }
+
     public var description: String { name }
 
     /// The full resource name of a document or collection path under this database.
@@ -24,13 +34,14 @@ public struct DatabaseID: Sendable, Hashable, CustomStringConvertible {
     public func path(fromName name: String) throws(FiregateError) -> ResourcePath {
         let root = documentsRoot
         if name == root { return ResourcePath([]) }
-        guard name.hasPrefix(root + "/") else {
+        guard name.utf8.count > root.utf8.count, name.utf8.starts(with: root.utf8),
+              name.utf8[name.utf8.index(name.utf8.startIndex, offsetBy: root.utf8.count)] == UInt8(ascii: "/") else {
             if name.hasPrefix("projects/"), name.contains("/documents") {
                 throw .invalidArgument("Document name \"\(name)\" lies outside the database \(self.name).")
             }
             throw .invalidArgument("Invalid resource name \"\(name)\"; expected \(root)/…")
         }
-        let rest = name.dropFirst(root.count + 1)
-        return try ResourcePath.parse(String(rest))
+        let rest = name.utf8.dropFirst(root.utf8.count + 1)
+        return try ResourcePath.parse(String(Substring(rest)))
     }
 }

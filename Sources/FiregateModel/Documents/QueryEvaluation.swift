@@ -5,11 +5,13 @@ extension Query {
     /// Whether the document belongs to the queried collection (or group).
     public func containsPath(_ path: ResourcePath) -> Bool {
         guard path.isDocument else { return false }
-        let collection = path.parent
+        // Compares segments in place: this runs per candidate document, so no parent path is built.
+        let segments = path.segments
+        guard segments[segments.count - 2] == collectionID else { return false }
         if allDescendants {
-            return collection.lastSegment == collectionID && parent.isPrefix(of: collection) && collection.count > parent.count
+            return segments.count - 1 > parent.count && segments.starts(with: parent.segments)
         }
-        return collection == collectionPath
+        return segments.count == parent.count + 2 && segments.starts(with: parent.segments)
     }
 
     /// Membership, filter and ordered-field presence (not the cursors or the window). Implicitly

@@ -2,8 +2,20 @@
 /// length is odd (`cities`), a document when even (`cities/SF`).
 public struct ResourcePath: Sendable, Hashable, Comparable, CustomStringConvertible {
     public let segments: [String]
+    /// The segments' hash, computed once: a database's indexes hash every path on each insert
+    /// and again on every resize, and hashing the strings each time dominated large commits.
+    private let segmentsHash: Int
 
-    public init(_ segments: [String]) { self.segments = segments }
+    public init(_ segments: [String]) {
+        self.segments = segments
+        self.segmentsHash = segments.hashValue
+    }
+
+    public static func == (a: ResourcePath, b: ResourcePath) -> Bool {
+        a.segmentsHash == b.segmentsHash && a.segments == b.segments
+    }
+
+    public func hash(into hasher: inout Hasher) { hasher.combine(segmentsHash) }
 
     public var isEmpty: Bool { segments.isEmpty }
     public var isDocument: Bool { !segments.isEmpty && segments.count % 2 == 0 }
