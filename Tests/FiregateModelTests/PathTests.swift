@@ -140,6 +140,13 @@ final class ResourcePathTests: XCTestCase {
         XCTAssertFalse(set.contains(rpath("users/u1000/settings/profile")))
     }
 
+    func testSegmentsSplitAtEverySlashByte() {
+        XCTAssertEqual(ResourcePath.segments(of: "a//b/"), ["a", "", "b", ""])
+        XCTAssertEqual(ResourcePath.segments(of: ""), [""])
+        // A combining mark after the slash does not hide it (characters would).
+        XCTAssertEqual(ResourcePath.segments(of: "c/\u{301}x/é"), ["c", "\u{301}x", "é"])
+    }
+
     func testAutoIDs() {
         var seen = Set<String>()
         for _ in 0..<200 {

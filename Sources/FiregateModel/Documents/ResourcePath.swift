@@ -48,7 +48,7 @@ public struct ResourcePath: Sendable, Hashable, Comparable, CustomStringConverti
     /// Parses and validates `a/b/c`: no empty segments, ids within production's limits.
     public static func parse(_ text: String) throws(FiregateError) -> ResourcePath {
         if text.isEmpty { return ResourcePath([]) }
-        let parts = text.split(separator: "/", omittingEmptySubsequences: false).map(String.init)
+        let parts = segments(of: text)
         for part in parts {
             try validateSegment(part, in: text)
         }
@@ -56,6 +56,12 @@ public struct ResourcePath: Sendable, Hashable, Comparable, CustomStringConverti
             throw .invalidArgument("Document path \"\(text)\" is too deep: at most 100 levels of subcollections are allowed.")
         }
         return ResourcePath(parts)
+    }
+
+    /// `text` split at every `/`, empty segments kept. Splits the UTF-8 bytes, as Firestore
+    /// does (and much faster than splitting characters: every write's name goes through here).
+    public static func segments(of text: String) -> [String] {
+        text.utf8.split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: false).map { String(Substring($0)) }
     }
 
     /// 100 nested subcollections = 200 segments.

@@ -64,7 +64,7 @@ public struct SQLiteDocumentStorage: DocumentStorage {
 
     /// A document from the columns `path, fields, create_us, update_us` starting at `column`.
     static func document(_ row: Row, from column: Int) throws -> Document {
-        let path = ResourcePath((row[column] as String).split(separator: "/", omittingEmptySubsequences: false).map(String.init))
+        let path = ResourcePath(ResourcePath.segments(of: row[column] as String))
         let data: Data = row[column + 1]
         return Document(path: path, fields: try Value.parseFields(try JSONParser.parse(data)),
                         createTime: Timestamp(microseconds: row[column + 2]), updateTime: Timestamp(microseconds: row[column + 3]))
