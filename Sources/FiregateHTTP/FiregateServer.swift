@@ -37,7 +37,7 @@ public enum FiregateServer {
         return FiregateResponder(
             documents: documents,
             tree: TreeRoutes(backend: backend),
-            operations: OperationRoutes(backend: backend, clients: clients, keepAliveSeconds: configuration.listen.keepAliveSeconds),
+            operations: OperationRoutes(backend: backend, clients: clients, ticker: documents.ticker),
             clients: ClientRoutes(clients: clients, documents: documents),
             staticFiles: StaticFiles(directory: configuration.publicDirectory ?? StaticFiles.locate(), logger: logger),
             adminToken: AdminToken(token: configuration.adminToken),

@@ -2,24 +2,52 @@ import FiregateBackend
 import Foundation
 import Synchronization
 
-/// One timer for every open stream: each interval it sends a heartbeat to every registered
-/// subscription, which then writes a keep-alive (cheaper than a sleeping task per stream).
+/// One timer for every open stream: each interval it calls every registered stream's beat,
+/// which then writes a keep-alive. Cheaper than a sleeping task per stream, and a closed
+/// stream frees everything at once (a cancelled `Task.sleep` holds its task until the
+/// deadline it was sleeping to).
 final class KeepAliveTicker: Sendable {
+    /// A stream's place on the ticker, from `register(beat:)` until `unregister(_:)`.
+    final class Registration: Sendable {}
+
     private struct State {
-        var subscriptions: [ObjectIdentifier: FeedSubscription] = [:]
+        var beats: [ObjectIdentifier: @Sendable () -> Void] = [:]
         var running = false
     }
 
-    private let interval: Duration
+    let interval: Duration
     private let state = Mutex(State())
 
     init(seconds: Double) {
         interval = .milliseconds(Int64(max(seconds, 0.01) * 1000))
     }
 
+    /// A feed subscription's keep-alive arrives as a heartbeat event.
     func register(_ subscription: FeedSubscription) {
+        add(ObjectIdentifier(subscription)) { subscription.deliver(.heartbeat) }
+    }
+
+    func unregister(_ subscription: FeedSubscription) {
+        remove(ObjectIdentifier(subscription))
+    }
+
+    /// Calls `beat` every interval until the registration is unregistered.
+    func register(beat: @escaping @Sendable () -> Void) -> Registration {
+        let registration = Registration()
+        add(ObjectIdentifier(registration), beat)
+        return registration
+    }
+
+    func unregister(_ registration: Registration) {
+        remove(ObjectIdentifier(registration))
+    }
+
+    /// Streams registered now (for tests).
+    var registered: Int { state.withLock { $0.beats.count } }
+
+    private func add(_ key: ObjectIdentifier, _ beat: @escaping @Sendable () -> Void) {
         let start = state.withLock { state -> Bool in
-            state.subscriptions[ObjectIdentifier(subscription)] = subscription
+            state.beats[key] = beat
             if state.running { return false }
             state.running = true
             return true
@@ -29,19 +57,19 @@ final class KeepAliveTicker: Sendable {
         }
     }
 
-    func unregister(_ subscription: FeedSubscription) {
-        _ = state.withLock { $0.subscriptions.removeValue(forKey: ObjectIdentifier(subscription)) }
+    private func remove(_ key: ObjectIdentifier) {
+        _ = state.withLock { $0.beats.removeValue(forKey: key) }
     }
 
     private func run() async {
         while true {
             try? await Task.sleep(for: interval)
-            let subscriptions = state.withLock { state -> [FeedSubscription] in
-                if state.subscriptions.isEmpty { state.running = false }
-                return Array(state.subscriptions.values)
+            let beats = state.withLock { state -> [@Sendable () -> Void] in
+                if state.beats.isEmpty { state.running = false }
+                return Array(state.beats.values)
             }
-            if subscriptions.isEmpty { return }
-            for subscription in subscriptions { subscription.deliver(.heartbeat) }
+            if beats.isEmpty { return }
+            for beat in beats { beat() }
         }
     }
 }

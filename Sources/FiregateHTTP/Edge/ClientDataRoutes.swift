@@ -61,7 +61,7 @@ struct ClientDataRoutes {
             if items.isEmpty { items = [["readTime": readTime]] }
             return respond(documents: .array(items), read)
         case (.get, "listen"), (.post, "listen"):
-            return try await ClientListenRoute(client: client, keepAliveSeconds: documents.listenOptions.keepAliveSeconds, tab: tab).open(target, request, params)
+            return try await ClientListenRoute(client: client, ticker: documents.ticker, tab: tab).open(target, request, params)
         case (.post, nil) where target.path.isCollection:
             return try await create(target, request, params)
         case (.patch, nil) where target.path.isDocument:

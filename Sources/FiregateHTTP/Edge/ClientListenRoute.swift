@@ -7,7 +7,7 @@ import ServiceLifecycle
 /// `:listen` through an edge client: SDK-level snapshots with metadata over SSE.
 struct ClientListenRoute {
     let client: EdgeClient
-    let keepAliveSeconds: Double
+    let ticker: KeepAliveTicker
     /// The tab opening the listener, on a shared persistence: the listener ends with the tab.
     var tab: String? = nil
 
@@ -42,36 +42,30 @@ struct ClientListenRoute {
             query = Query.lookup(target.path, database: target.database)
         }
         let (events, continuation) = try await client.listen(query, options: options)
-        return ClientListenRoute.eventStream(events, continuation, request, keepAliveSeconds: keepAliveSeconds)
+        return ClientListenRoute.eventStream(events, continuation, request, ticker: ticker)
     }
 
     /// `GET /clients/{id}/sharedClientState`: the notifications the client broadcasts to the
     /// other tabs of its persistence, as a stream.
     func sharedClientState(_ request: Request) async throws(FiregateError) -> Response {
         let (events, continuation) = try await client.observeSharedClientState()
-        return ClientListenRoute.eventStream(events, continuation, request, keepAliveSeconds: keepAliveSeconds)
+        return ClientListenRoute.eventStream(events, continuation, request, ticker: ticker)
     }
 
     /// `GET /clients/{id}/snapshotsInSync`: the SDK's `onSnapshotsInSync` as a stream.
     func snapshotsInSync(_ request: Request) async throws(FiregateError) -> Response {
         let (events, continuation) = try await client.observeSnapshotsInSync()
-        return ClientListenRoute.eventStream(events, continuation, request, keepAliveSeconds: keepAliveSeconds)
+        return ClientListenRoute.eventStream(events, continuation, request, ticker: ticker)
     }
 
     /// The SSE answer carrying a client's events, with keep-alives, until the client ends them,
     /// the caller hangs up or the server shuts down.
     static func eventStream(_ events: AsyncStream<EdgeEvent>, _ continuation: AsyncStream<EdgeEvent>.Continuation, _ request: Request,
-                            keepAliveSeconds: Double) -> Response {
-        let interval = Duration.milliseconds(Int64(keepAliveSeconds * 1000))
-        return Response(status: .ok, headers: ServerSentEvents.headers, body: ResponseBody { writer in
-            let keepAlive = Task {
-                while !Task.isCancelled {
-                    try? await Task.sleep(for: interval)
-                    continuation.yield(.keepAlive)
-                }
-            }
+                            ticker: KeepAliveTicker) -> Response {
+        Response(status: .ok, headers: ServerSentEvents.headers, body: ResponseBody { writer in
+            let keepAlive = ticker.register { continuation.yield(.keepAlive) }
             defer {
-                keepAlive.cancel()
+                ticker.unregister(keepAlive)
                 continuation.finish()
             }
             await InboundClose.cancelling(request) {

@@ -66,8 +66,7 @@ struct ClientRoutes: Sendable {
             return await ClientDataRoutes(client: client, documents: documents, tab: tab).respond(request, prefixLength: prefixLength)
         }
         if verb == nil, subpath.hasSuffix(".json") || subpath.hasSuffix(".json/") {
-            let keepAlive = documents.listenOptions.keepAliveSeconds
-            return await ClientTreeRoutes(client: clients.client(id), keepAliveSeconds: keepAlive).respond(request, location: subpath)
+            return await ClientTreeRoutes(client: clients.client(id), ticker: documents.ticker).respond(request, location: subpath)
         }
         if let verb {
             if let persistence = clients.persistence(ofTab: id), let response = try await TabRoutes(clients: clients, persistence: persistence, tab: id).control(verb, request) {
@@ -213,10 +212,10 @@ struct ClientRoutes: Sendable {
             }
             return JSONResponse.make(EdgeClient.render(n, state))
         case (.get, "/sharedClientState"):
-            return try await ClientListenRoute(client: client, keepAliveSeconds: documents.listenOptions.keepAliveSeconds).sharedClientState(request)
+            return try await ClientListenRoute(client: client, ticker: documents.ticker).sharedClientState(request)
         case (.get, "/snapshotsInSync"):
             await clients.client(id).noteActivity()
-            return try await ClientListenRoute(client: clients.client(id), keepAliveSeconds: documents.listenOptions.keepAliveSeconds)
+            return try await ClientListenRoute(client: clients.client(id), ticker: documents.ticker)
                 .snapshotsInSync(request)
         case (.get, "/indexes"):
             return JSONResponse.make(await client.indexesJSON())

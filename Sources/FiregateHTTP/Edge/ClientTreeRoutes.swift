@@ -11,7 +11,7 @@ import NIOCore
 /// `/.info/connected`, `/.info/serverTimeOffset`.
 struct ClientTreeRoutes {
     let client: EdgeClient
-    let keepAliveSeconds: Double
+    let ticker: KeepAliveTicker
 
     static let completeHeader = HTTPField.Name("Firegate-Complete")!
 
@@ -40,7 +40,7 @@ struct ClientTreeRoutes {
         case .options:
             return TreeResponses.preflight()
         case .get:
-            if call.wantsStream { return try await ClientTreeStream.open(tree, key: key, request: request, keepAliveSeconds: keepAliveSeconds) }
+            if call.wantsStream { return try await ClientTreeStream.open(tree, key: key, request: request, ticker: ticker) }
             let read = try await tree.read(key)
             var headers = ClientTreeRoutes.readHeaders(fromCache: read.fromCache, pending: read.hasPendingWrites)
             headers[ClientTreeRoutes.completeHeader] = read.complete ? "true" : "false"

@@ -10,22 +10,18 @@ import ServiceLifecycle
 /// `gates:sync`, `cancel` when the listen is revoked. `?events=child_added,value` picks the
 /// types, as `observe(.childAdded)` does.
 enum ClientTreeStream {
-    static func open(_ tree: TreeSync, key: TreeViewKey, request: Request, keepAliveSeconds: Double) async throws(FiregateError) -> Response {
+    static func open(_ tree: TreeSync, key: TreeViewKey, request: Request, ticker: KeepAliveTicker) async throws(FiregateError) -> Response {
         let kinds = try kinds(try QueryParameters(request).first("events"))
         let format: TreeFormat = try QueryParameters(request).first("format") == "export" ? .export : .plain
         let events = await tree.listen(key, kinds: kinds)
-        let interval = Duration.milliseconds(Int64(keepAliveSeconds * 1000))
         var headers = ServerSentEvents.headers
         headers[TreeResponses.allowOrigin] = "*"
         return Response(status: .ok, headers: headers, body: ResponseBody { writer in
-            let ticks = AsyncStream<Void> { continuation in
-                let task = Task {
-                    while !Task.isCancelled {
-                        try? await Task.sleep(for: interval)
-                        continuation.yield()
-                    }
-                }
-                continuation.onTermination = { _ in task.cancel() }
+            let (ticks, tick) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
+            let keepAlive = ticker.register { tick.yield() }
+            defer {
+                ticker.unregister(keepAlive)
+                tick.finish()
             }
             await InboundClose.cancelling(request) {
                 do {

@@ -8,7 +8,7 @@ import Hummingbird
 struct OperationRoutes: Sendable {
     let backend: Backend
     let clients: EdgeClients
-    let keepAliveSeconds: Double
+    let ticker: KeepAliveTicker
 
     func respond(to request: Request, context: BasicRequestContext) async -> Response {
         let path = request.uri.path
@@ -35,7 +35,7 @@ struct OperationRoutes: Sendable {
         case (.post, "reset"): return try await resetAll()
         case (.get, "clock"): return clockReading()
         case (.post, "clock"): return try await setClock(request)
-        case (.get, "events"): return try OperationsEventStream.open(request, log: backend.operations, keepAliveSeconds: keepAliveSeconds)
+        case (.get, "events"): return try OperationsEventStream.open(request, log: backend.operations, ticker: ticker)
         case (.get, "databases"): return databases()
         case (.get, "namespaces"): return try await namespaces()
         case (.get, "export"), (.post, "export"): return try await ArchiveRoutes(backend: backend, clients: clients).export(request)

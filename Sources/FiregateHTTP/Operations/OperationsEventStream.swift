@@ -9,7 +9,7 @@ import ServiceLifecycle
 /// `id: <seq>`), for the dashboard and for tests that wait on what the server did.
 /// `?backlog=n` first replays up to the last n kept events; `Last-Event-ID` resumes after one.
 enum OperationsEventStream {
-    static func open(_ request: Request, log: OperationsLog, keepAliveSeconds: Double) throws(FiregateError) -> Response {
+    static func open(_ request: Request, log: OperationsLog, ticker: KeepAliveTicker) throws(FiregateError) -> Response {
         let params = try QueryParameters(request)
         let backlog = try params.int("backlog") ?? 0
         guard backlog >= 0 else { throw .invalidArgument("backlog must not be negative.") }
@@ -21,7 +21,6 @@ enum OperationsEventStream {
             afterSeq = seq
         }
         let subscription = log.subscribe(afterSeq: afterSeq, backlog: backlog)
-        let interval = Duration.milliseconds(Int64(keepAliveSeconds * 1000))
         return Response(status: .ok, headers: ServerSentEvents.headers, body: ResponseBody { writer in
             // One writer: events and keep-alives are merged into one sequence of frames.
             let (frames, output) = AsyncStream<ByteBuffer>.makeStream(bufferingPolicy: .bufferingNewest(OperationsLog.capacity))
@@ -31,14 +30,9 @@ enum OperationsEventStream {
                 }
                 output.finish()
             }
-            let keepAlive = Task {
-                while !Task.isCancelled {
-                    try? await Task.sleep(for: interval)
-                    output.yield(ServerSentEvents.keepAlive)
-                }
-            }
+            let keepAlive = ticker.register { output.yield(ServerSentEvents.keepAlive) }
             defer {
-                keepAlive.cancel()
+                ticker.unregister(keepAlive)
                 forward.cancel()
                 subscription.finish()
             }
