@@ -15,7 +15,7 @@ final class KeepAliveTicker: Sendable {
         var running = false
     }
 
-    let interval: Duration
+    private let interval: Duration
     private let state = Mutex(State())
 
     init(seconds: Double) {
