@@ -183,7 +183,11 @@ class Soak:
                 headers = {"Last-Event-ID": stream.last_id} if stream.kind == "doc" and stream.last_id else None
                 try:
                     again = await self.open_stream(stream.kind, stream.key, stream.path, headers)
-                    again.value = stream.value
+                    # A resumed stream with nothing new sends nothing: it still shows the old
+                    # value. One that already had an event (a tree stream's first `put`, sent as
+                    # it opens) shows something newer than the old stream may have seen.
+                    if not again.seen:
+                        again.value = stream.value
                     self.reconnects += 1
                 except (OSError, asyncio.TimeoutError, BenchError) as e:
                     self.error(f"reconnect {stream.path}: {e!r}")
@@ -336,6 +340,7 @@ class Stream:
     def __init__(self, soak: Soak, kind: str, key, path: str, client):
         self.soak, self.kind, self.key, self.path, self.client = soak, kind, key, path, client
         self.value = None
+        self.seen = False           # whether a data event arrived
         self.pending = False
         self.last_id = None
         self.retiring = False
@@ -368,6 +373,7 @@ class Stream:
         if ev.event in ("sync", "keep-alive"):
             return
         body = json.loads(ev.data)
+        self.seen = True
         if self.kind == "doc" or self.kind == "edge-doc":
             doc = body.get("document")
             self.value = int(doc["fields"]["v"]["integerValue"]) if doc else None
