@@ -34,14 +34,13 @@ public struct DatabaseID: Sendable, Hashable, CustomStringConvertible {
     public func path(fromName name: String) throws(FiregateError) -> ResourcePath {
         let root = documentsRoot
         if name == root { return ResourcePath([]) }
-        guard name.utf8.count > root.utf8.count, name.utf8.starts(with: root.utf8),
-              name.utf8[name.utf8.index(name.utf8.startIndex, offsetBy: root.utf8.count)] == UInt8(ascii: "/") else {
+        let afterRoot = name.utf8.dropFirst(root.utf8.count)
+        guard name.utf8.starts(with: root.utf8), afterRoot.first == UInt8(ascii: "/") else {
             if name.hasPrefix("projects/"), name.contains("/documents") {
                 throw .invalidArgument("Document name \"\(name)\" lies outside the database \(self.name).")
             }
             throw .invalidArgument("Invalid resource name \"\(name)\"; expected \(root)/…")
         }
-        let rest = name.utf8.dropFirst(root.utf8.count + 1)
-        return try ResourcePath.parse(String(Substring(rest)))
+        return try ResourcePath.parse(String(Substring(afterRoot.dropFirst())))
     }
 }
