@@ -135,4 +135,26 @@ final class QueryViewTests: XCTestCase {
         skipping.offset = 1
         XCTAssertFalse(QueryView(query: skipping, database: database).updatesIncrementally)
     }
+
+    /// A modification that keeps its place moves nothing; one that moves far shifts only the
+    /// documents between; either way the indexes are those of a removal then an insertion.
+    func testIncrementalMovesGiveTheFullUpdatesIndexes() {
+        var state = (0..<50).map { doc("d\($0)", Int64($0 * 10)) }
+        var full = QueryView(query: query, database: database)
+        var incremental = QueryView(query: query, database: database)
+        _ = full.update(result: state, current: true, hasCachedResults: false)
+        _ = incremental.update(result: state, current: true, hasCachedResults: false)
+        // (document, new value): stays in place, to the end, to the front, one step on, one step back.
+        for (index, value) in [(10, 101), (3, 1000), (40, -5), (20, 215), (30, 285)] {
+            let id = "d\(index)"
+            state.removeAll { $0.path == ResourcePath(["c", id]) }
+            state.append(doc(id, Int64(value)))
+            state.sort { query.compare($0.document, $1.document, database: database) < 0 }
+            let a = full.update(result: state, current: true, hasCachedResults: false)
+            let b = incremental.apply(changed: [(ResourcePath(["c", id]), doc(id, Int64(value)))], current: true, hasCachedResults: false)
+            XCTAssertEqual(a?.changes, b?.changes, "\(id) → \(value)")
+            XCTAssertEqual(b?.changes.first?.newIndex, state.firstIndex { $0.path == ResourcePath(["c", id]) }, "\(id) → \(value)")
+            XCTAssertEqual(full.documents, incremental.documents, "\(id) → \(value)")
+        }
+    }
 }

@@ -149,10 +149,15 @@ public struct QueryView: Sendable {
             var oldIndex = -1, newIndex = -1
             if let old {
                 oldIndex = position(of: old, before: before)
-                documents.remove(at: oldIndex)
-                shown[old.path] = nil
             }
-            if step != .removal {
+            switch step {
+            case .move:
+                newIndex = replace(at: oldIndex, with: doc, before: before)
+                shown[doc.path] = doc
+            case .removal:
+                documents.remove(at: oldIndex)
+                shown[doc.path] = nil
+            case .insertion:
                 newIndex = documents.partitionIndex { before($0, doc) }
                 documents.insert(doc, at: newIndex)
                 shown[doc.path] = doc
@@ -163,6 +168,23 @@ public struct QueryView: Sendable {
         current = targetCurrent
         return ViewSnapshot(documents: documents, changes: viewChanges, mutatedPaths: mutatedPaths, fromCache: !targetCurrent,
                             syncStateChanged: syncStateChanged, hasCachedResults: hasCachedResults)
+    }
+
+    /// Puts `doc` where the document at `index` was, then where the order wants it: only the
+    /// documents between the two places shift, so a change that keeps its place (the usual
+    /// edit) moves nothing, instead of a removal and an insertion each moving the whole tail.
+    /// Returns its new index, as a removal followed by an insertion would give.
+    private mutating func replace(at index: Int, with doc: LocalDocument, before: (LocalDocument, LocalDocument) -> Bool) -> Int {
+        var target = index
+        if index + 1 < documents.count, before(documents[index + 1], doc) {
+            target = documents.partitionIndex(in: index + 1..<documents.count) { before($0, doc) } - 1
+            for i in index..<target { documents[i] = documents[i + 1] }
+        } else if index > 0, before(doc, documents[index - 1]) {
+            target = documents.partitionIndex(in: 0..<index) { before($0, doc) }
+            for i in stride(from: index, to: target, by: -1) { documents[i] = documents[i - 1] }
+        }
+        documents[target] = doc
+        return target
     }
 
     /// Where a shown document sits: found by the query's order (every order ends with the

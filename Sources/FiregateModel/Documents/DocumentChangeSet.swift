@@ -81,9 +81,10 @@ public enum DocumentChangeSet {
 }
 
 extension Array {
-    /// The first index whose element is not `isBefore` (binary search on a partitioned array).
-    public func partitionIndex(where isBefore: (Element) -> Bool) -> Int {
-        var low = 0, high = count
+    /// The first index in `range` (the whole array when nil) whose element is not `isBefore`
+    /// (binary search on a partitioned array).
+    public func partitionIndex(in range: Range<Int>? = nil, where isBefore: (Element) -> Bool) -> Int {
+        var low = range?.lowerBound ?? 0, high = range?.upperBound ?? count
         while low < high {
             let mid = (low + high) / 2
             if isBefore(self[mid]) { low = mid + 1 } else { high = mid }
