@@ -122,7 +122,7 @@ extension EdgeClient {
             let queryID = entry.queryID
             listeners[listenerID] = entry
             for path in targetCache.applyServerChanges(queryID, joined: joined, left: left) where remote[path] != nil { persistSequence(path) }
-            persistTarget(queryID, documentsChanged: !joined.isEmpty || !left.isEmpty)
+            persistTarget(queryID, changed: (joined, left))
         }
         updateViews(changed: changed)
     }
@@ -204,16 +204,18 @@ extension EdgeClient {
         if settings.persistence == .persistent { storage?.saveDocumentSequence(path, targetCache.documentSequence[path] ?? 0) }
     }
 
-    /// Saves a target; `documentsChanged: false` (only its position moved on) leaves its stored
-    /// document keys as they are, so a commit costs its change, not the size of the result.
-    func persistTarget(_ queryID: String, documentsChanged: Bool = true) {
+    /// Saves a target: whole, or (`changed`: the keys that joined and left its result since it was
+    /// last saved) its position and just those keys, so a commit costs its change, not the size
+    /// of the result.
+    func persistTarget(_ queryID: String, changed: (joined: Set<ResourcePath>, left: Set<ResourcePath>)? = nil) {
         // A memory cache is its own persistence: what it stored is what a re-listen finds.
         targetCache.noteSaved(queryID)
         guard settings.persistence == .persistent, let storage else { return }
-        if !documentsChanged, let target = targetCache.targets[queryID] {
+        if let changed, let target = targetCache.targets[queryID] {
             let documents = target.documents
             storage.saveTargetPosition(.init(query: queryID, sequenceNumber: target.sequenceNumber, synced: target.synced, targetID: target.targetID,
-                                             resumeToken: target.resumeToken, snapshotVersion: target.snapshotVersion)) { Array(documents) }
+                                             resumeToken: target.resumeToken, snapshotVersion: target.snapshotVersion),
+                                       joined: Array(changed.joined), left: Array(changed.left)) { Array(documents) }
         } else if let target = targetCache.targets[queryID] {
             storage.saveTarget(EdgeCacheStorage.StoredTarget(query: queryID, sequenceNumber: target.sequenceNumber, synced: target.synced,
                                                              documents: Array(target.documents), targetID: target.targetID,

@@ -54,6 +54,25 @@ public struct EdgeCacheStorage: Sendable {
                 ALTER TABLE edge_targets ADD COLUMN snapshot_us INTEGER NOT NULL DEFAULT 0;
                 """)
         },
+        // A target's document keys one row each (the SDK's targetDocuments): SQLite rewrites a
+        // whole row on any update, so keys held in the target's row made every position update
+        // (a commit under a large query) rewrite all of them.
+        StoreMigration("edge-v7-target-documents") { db in
+            try db.execute(sql: """
+                CREATE TABLE edge_target_documents (
+                    client_id TEXT NOT NULL, query TEXT NOT NULL, path TEXT NOT NULL,
+                    PRIMARY KEY (client_id, query, path)) WITHOUT ROWID
+                """)
+            let targets = try Row.fetchAll(db, sql: "SELECT client_id, query, documents FROM edge_targets")
+            for row in targets {
+                let data: Data = row[2]
+                for key in try JSONParser.parse(data).arrayValue?.compactMap(\.stringValue) ?? [] {
+                    try db.cachedStatement(sql: "INSERT OR IGNORE INTO edge_target_documents (client_id, query, path) VALUES (?, ?, ?)")
+                        .execute(arguments: [row[0], row[1], key])
+                }
+            }
+            try db.execute(sql: "ALTER TABLE edge_targets DROP COLUMN documents")
+        },
     ]
 
     /// A cached remote document: found (with fields) or known missing (at `updateTime`), and
@@ -170,12 +189,16 @@ public struct EdgeCacheStorage: Sendable {
                 let uid: String = row[3]
                 if !uid.isEmpty { snapshot.mutationUsers[row[0]] = uid }
             }
-            let targets = try Row.fetchCursor(db, sql: "SELECT query, sequence, synced, documents, target_id, resume_token, snapshot_us FROM edge_targets WHERE client_id = ?", arguments: [clientID])
+            var keys: [String: [ResourcePath]] = [:]
+            let keyRows = try Row.fetchCursor(db, sql: "SELECT query, path FROM edge_target_documents WHERE client_id = ?", arguments: [clientID])
+            while let row = try keyRows.next() {
+                keys[row[0], default: []].append(EdgeCacheStorage.path(row[1]))
+            }
+            let targets = try Row.fetchCursor(db, sql: "SELECT query, sequence, synced, target_id, resume_token, snapshot_us FROM edge_targets WHERE client_id = ?", arguments: [clientID])
             while let row = try targets.next() {
-                let data: Data = row[3]
-                let keys = try JSONParser.parse(data).arrayValue?.compactMap(\.stringValue).map(EdgeCacheStorage.path) ?? []
-                snapshot.targets.append(StoredTarget(query: row[0], sequenceNumber: row[1], synced: row[2], documents: keys, targetID: row[4],
-                                                     resumeToken: row[5], snapshotVersion: Timestamp(microseconds: row[6])))
+                let query: String = row[0]
+                snapshot.targets.append(StoredTarget(query: query, sequenceNumber: row[1], synced: row[2], documents: keys[query] ?? [], targetID: row[3],
+                                                     resumeToken: row[4], snapshotVersion: Timestamp(microseconds: row[5])))
             }
             if let data = try Data.fetchOne(db, sql: "SELECT definitions FROM edge_indexes WHERE client_id = ?", arguments: [clientID]) {
                 snapshot.indexes = try? JSONParser.parse(data)
@@ -252,28 +275,43 @@ public struct EdgeCacheStorage: Sendable {
 
     public func saveTarget(_ target: StoredTarget) {
         let id = clientID
-        let keys = Data(JSONWriter.bytes(.array(target.documents.map { .string($0.canonical) })))
-        enqueue { db in
-            try db.cachedStatement(sql: "INSERT OR REPLACE INTO edge_targets (client_id, query, sequence, synced, documents, target_id, resume_token, snapshot_us) VALUES (?, ?, ?, ?, ?, ?, ?, ?)")
-                .execute(arguments: [id, target.query, target.sequenceNumber, target.synced, keys, target.targetID, target.resumeToken, target.snapshotVersion.microseconds])
-        }
+        enqueue { db in try EdgeCacheStorage.insertTarget(target, client: id, db) }
     }
 
-    /// Saves where a stored target stands (its sequence, sync state and resume position) with
-    /// its stored document keys unchanged; `documents` are written only if the target has no
-    /// row yet.
-    public func saveTargetPosition(_ target: StoredTarget.Position, documents: @escaping @Sendable () -> [ResourcePath]) {
+    /// Saves where a stored target stands (its sequence, sync state and resume position) and
+    /// the keys that `joined` or `left` its result since it was last saved: the change, not the
+    /// whole result. `documents` (all its keys) are written only if the target has no row yet.
+    public func saveTargetPosition(_ target: StoredTarget.Position, joined: [ResourcePath] = [], left: [ResourcePath] = [],
+                                   documents: @escaping @Sendable () -> [ResourcePath]) {
         let id = clientID
         enqueue { db in
             try db.cachedStatement(sql: "UPDATE edge_targets SET sequence = ?, synced = ?, target_id = ?, resume_token = ?, snapshot_us = ? WHERE client_id = ? AND query = ?")
                 .execute(arguments: [target.sequenceNumber, target.synced, target.targetID, target.resumeToken, target.snapshotVersion.microseconds,
                                      id, target.query])
-            guard db.changesCount == 0 else { return }
-            let keys = Data(JSONWriter.bytes(.array(documents().map { .string($0.canonical) })))
-            try db.cachedStatement(sql: "INSERT OR REPLACE INTO edge_targets (client_id, query, sequence, synced, documents, target_id, resume_token, snapshot_us) VALUES (?, ?, ?, ?, ?, ?, ?, ?)")
-                .execute(arguments: [id, target.query, target.sequenceNumber, target.synced, keys, target.targetID, target.resumeToken,
-                                     target.snapshotVersion.microseconds])
+            guard db.changesCount > 0 else {
+                try EdgeCacheStorage.insertTarget(StoredTarget(query: target.query, sequenceNumber: target.sequenceNumber, synced: target.synced,
+                                                               documents: documents(), targetID: target.targetID, resumeToken: target.resumeToken,
+                                                               snapshotVersion: target.snapshotVersion), client: id, db)
+                return
+            }
+            for path in left {
+                try db.cachedStatement(sql: "DELETE FROM edge_target_documents WHERE client_id = ? AND query = ? AND path = ?")
+                    .execute(arguments: [id, target.query, path.canonical])
+            }
+            for path in joined {
+                try db.cachedStatement(sql: "INSERT OR IGNORE INTO edge_target_documents (client_id, query, path) VALUES (?, ?, ?)")
+                    .execute(arguments: [id, target.query, path.canonical])
+            }
         }
+    }
+
+    /// Writes a target and exactly its keys, replacing what was stored for its query.
+    static func insertTarget(_ target: StoredTarget, client id: String, _ db: Database) throws {
+        try db.cachedStatement(sql: "INSERT OR REPLACE INTO edge_targets (client_id, query, sequence, synced, target_id, resume_token, snapshot_us) VALUES (?, ?, ?, ?, ?, ?, ?)")
+            .execute(arguments: [id, target.query, target.sequenceNumber, target.synced, target.targetID, target.resumeToken, target.snapshotVersion.microseconds])
+        try db.cachedStatement(sql: "DELETE FROM edge_target_documents WHERE client_id = ? AND query = ?").execute(arguments: [id, target.query])
+        let insert = try db.cachedStatement(sql: "INSERT OR IGNORE INTO edge_target_documents (client_id, query, path) VALUES (?, ?, ?)")
+        for path in target.documents { try insert.execute(arguments: [id, target.query, path.canonical]) }
     }
 
     /// Saves the local index definitions (replacing earlier ones).
@@ -289,6 +327,7 @@ public struct EdgeCacheStorage: Sendable {
         enqueue { db in
             for query in queries {
                 try db.cachedStatement(sql: "DELETE FROM edge_targets WHERE client_id = ? AND query = ?").execute(arguments: [id, query])
+                try db.cachedStatement(sql: "DELETE FROM edge_target_documents WHERE client_id = ? AND query = ?").execute(arguments: [id, query])
             }
         }
     }
@@ -300,6 +339,7 @@ public struct EdgeCacheStorage: Sendable {
             try db.cachedStatement(sql: "DELETE FROM edge_remote_documents WHERE client_id = ?").execute(arguments: [id])
             try db.cachedStatement(sql: "DELETE FROM edge_mutations WHERE client_id = ?").execute(arguments: [id])
             try db.cachedStatement(sql: "DELETE FROM edge_targets WHERE client_id = ?").execute(arguments: [id])
+            try db.cachedStatement(sql: "DELETE FROM edge_target_documents WHERE client_id = ?").execute(arguments: [id])
             try db.cachedStatement(sql: "DELETE FROM edge_indexes WHERE client_id = ?").execute(arguments: [id])
             if includingSettings { try db.cachedStatement(sql: "DELETE FROM edge_clients WHERE client_id = ?").execute(arguments: [id]) }
         }
@@ -309,7 +349,7 @@ public struct EdgeCacheStorage: Sendable {
     public func save(_ snapshot: Snapshot) async throws {
         let id = clientID
         try await store.committer.commit { db in
-            for table in ["edge_remote_documents", "edge_mutations", "edge_targets", "edge_indexes", "edge_clients"] {
+            for table in ["edge_remote_documents", "edge_mutations", "edge_targets", "edge_target_documents", "edge_indexes", "edge_clients"] {
                 try db.execute(sql: "DELETE FROM \(table) WHERE client_id = ?", arguments: [id])
             }
             try db.cachedStatement(sql: "INSERT INTO edge_clients (client_id, settings) VALUES (?, ?)").execute(arguments: [id, Data(JSONWriter.bytes(snapshot.settings))])
@@ -326,11 +366,7 @@ public struct EdgeCacheStorage: Sendable {
             if let indexes = snapshot.indexes {
                 try db.cachedStatement(sql: "INSERT INTO edge_indexes (client_id, definitions) VALUES (?, ?)").execute(arguments: [id, Data(JSONWriter.bytes(indexes))])
             }
-            for target in snapshot.targets {
-                try db.cachedStatement(sql: "INSERT INTO edge_targets (client_id, query, sequence, synced, documents, target_id, resume_token, snapshot_us) VALUES (?, ?, ?, ?, ?, ?, ?, ?)")
-                    .execute(arguments: [id, target.query, target.sequenceNumber, target.synced, Data(JSONWriter.bytes(.array(target.documents.map { .string($0.canonical) }))),
-                                         target.targetID, target.resumeToken, target.snapshotVersion.microseconds])
-            }
+            for target in snapshot.targets { try EdgeCacheStorage.insertTarget(target, client: id, db) }
         }
     }
 
