@@ -71,6 +71,7 @@ struct Serve: AsyncParsableCommand {
     }
 
     func run() async throws {
+        AllocatorArenas.limit()
         let json = logFormat.lowercased() == "json"
         LoggingSystem.bootstrap { label in
             json ? JSONLogHandler(label: label) as any LogHandler : StreamLogHandler.standardError(label: label)
