@@ -4,8 +4,8 @@ import Foundation
 import Glibc
 #endif
 
-/// Caps glibc's malloc arenas. glibc gives threads that allocate at the same time arenas of
-/// their own, up to eight per core, and each arena keeps its own freed memory; so the server's
+/// Caps glibc's malloc arenas. glibc gives each thread that allocates an arena of its own, up
+/// to eight per core, and each arena keeps its own freed memory; so the server's
 /// resident memory kept growing for ten minutes and more after its live heap had stopped
 /// (bench/soak.py, 5 minutes: live heap +0.4 MB under heaptrack, RSS +5.7 %; with two arenas
 /// +1.2 %, at the same commit and GET rates). `MALLOC_ARENA_MAX` in the environment still
