@@ -20,6 +20,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.37.6"),
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.3"),
         .package(url: "https://github.com/apple/swift-nio-extras.git", from: "1.35.2"),
+        .package(url: "https://github.com/apple/swift-nio-http2.git", from: "1.46.0"),
+        .package(url: "https://github.com/apple/swift-protobuf.git", from: "1.39.0"),
     ],
     targets: [
         // zlib from the system (zlib1g-dev): gzip of exports and large responses.
@@ -37,10 +39,19 @@ let package = Package(
             .product(name: "DequeModule", package: "swift-collections"),
             .product(name: "OrderedCollections", package: "swift-collections"),
         ]),
+        // Firestore's protobuf messages, generated from Protos/ by scripts/generate-protos.sh
+        // (committed, so a build needs no protoc), and their mapping to the model.
+        .target(name: "FiregateProto", dependencies: [
+            "FiregateModel",
+            .product(name: "SwiftProtobuf", package: "swift-protobuf"),
+        ]),
         .target(name: "FiregateEdge", dependencies: ["FiregateModel", "FiregateStore", "FiregateBackend"]),
         .target(name: "FiregateHTTP", dependencies: [
-            "FiregateModel", "FiregateStore", "FiregateBackend", "FiregateEdge", "CZlib",
+            "FiregateModel", "FiregateStore", "FiregateBackend", "FiregateEdge", "FiregateProto", "CZlib",
             .product(name: "Hummingbird", package: "hummingbird"),
+            .product(name: "HummingbirdHTTP2", package: "hummingbird"),
+            .product(name: "NIOHTTP2", package: "swift-nio-http2"),
+            .product(name: "SwiftProtobuf", package: "swift-protobuf"),
             .product(name: "HummingbirdCore", package: "hummingbird"),
             .product(name: "HummingbirdTLS", package: "hummingbird"),
             .product(name: "NIOSSL", package: "swift-nio-ssl"),
@@ -59,6 +70,7 @@ let package = Package(
             .product(name: "Logging", package: "swift-log"),
         ]),
         .testTarget(name: "FiregateModelTests", dependencies: ["FiregateModel"]),
+        .testTarget(name: "FiregateProtoTests", dependencies: ["FiregateProto", "FiregateModel"]),
         .testTarget(name: "FiregateEdgeTests", dependencies: ["FiregateEdge", "FiregateBackend", "FiregateModel"]),
         .testTarget(name: "FiregateBackendTests", dependencies: ["FiregateBackend", "FiregateStore", "FiregateModel"]),
         .testTarget(name: "FiregateHTTPTests", dependencies: [

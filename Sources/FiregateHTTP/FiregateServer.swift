@@ -4,6 +4,7 @@ import FiregateModel
 import Foundation
 import Hummingbird
 import HummingbirdCore
+import HummingbirdHTTP2
 import HummingbirdTLS
 import Logging
 import NIOSSL
@@ -60,9 +61,9 @@ public enum FiregateServer {
         var logger = Logger(label: "firegate")
         logger.logLevel = configuration.logLevel
         let responder = makeResponder(backend: backend, clients: clients, configuration: configuration, logger: logger)
-        var server = http1(responder)
+        var server = oneProtocolPerConnection(responder)
         if configuration.tlsCertificatePath != nil || configuration.tlsKeyPath != nil {
-            server = try .tls(http1(responder), tlsConfiguration: try tlsConfiguration(configuration))
+            server = try .tls(oneProtocolPerConnection(responder), tlsConfiguration: try tlsConfiguration(configuration))
         }
         return Application(
             responder: responder,
@@ -78,13 +79,25 @@ public enum FiregateServer {
     /// HTTP/1.1 with bare GETs, listens and commits answered from the connection's bytes, a
     /// JSON answer to unparsable requests, and connections that end once the server has closed its
     /// side (see `ConnectionFastPath`, `UnparsableRequestAnswer`, `LingeringClose`).
-    static func http1(_ responder: FiregateResponder) -> HTTPServerBuilder {
+    ///
+    /// A connection that opens with the HTTP/2 preface is HTTP/2 instead: its gRPC calls go to
+    /// Firestore's gRPC service, its other requests to the same responder (DESIGN §1).
+    static func oneProtocolPerConnection(_ responder: FiregateResponder) -> HTTPServerBuilder {
         let documents = responder.documents, metrics = responder.metrics, logger = responder.logger
         let configuration = HTTP1Channel.Configuration(additionalChannelHandlers: [LingeringClose(), UnparsableRequestAnswer()])
+        let grpc = FirestoreGRPCService(backend: documents.backend, listenOptions: documents.listenOptions, logger: logger)
         return HTTPServerBuilder { handler in
-            FastPathHTTP1Channel(base: HTTP1Channel(responder: handler, configuration: configuration)) { fullPath in
+            let http1 = FastPathHTTP1Channel(base: HTTP1Channel(responder: handler, configuration: configuration)) { fullPath in
                 ConnectionFastPath(documents: documents, metrics: metrics, logger: logger, fullPath: fullPath)
             }
+            let http2 = HTTP2Channel(responder: { request, writer, channel in
+                if FirestoreGRPCService.isGRPC(request) {
+                    try await grpc.respond(to: request, writer: writer, channel: channel)
+                } else {
+                    try await handler(request, writer, channel)
+                }
+            })
+            return ProtocolSniffingChannel(http1: http1, http2: http2)
         }
     }
 
@@ -94,6 +107,9 @@ public enum FiregateServer {
         }
         let chain = try NIOSSLCertificate.fromPEMFile(certificatePath).map { NIOSSLCertificateSource.certificate($0) }
         let key = try NIOSSLPrivateKey(file: keyPath, format: .pem)
-        return TLSConfiguration.makeServerConfiguration(certificateChain: chain, privateKey: .privateKey(key))
+        var tls = TLSConfiguration.makeServerConfiguration(certificateChain: chain, privateKey: .privateKey(key))
+        // ALPN: gRPC clients ask for h2, everything else for HTTP/1.1; the connection's first bytes decide.
+        tls.applicationProtocols = ["h2", "http/1.1"]
+        return tls
     }
 }

@@ -109,6 +109,9 @@ public struct FiregateError: Error, Sendable, Equatable, CustomStringConvertible
     public static func aborted(_ message: String) -> FiregateError { .init(.aborted, message) }
     public static func unavailable(_ message: String) -> FiregateError { .init(.unavailable, message) }
     public static func `internal`(_ message: String) -> FiregateError { .init(.internal, message) }
+    public static func unimplemented(_ message: String) -> FiregateError { .init(.unimplemented, message) }
+    public static func resourceExhausted(_ message: String) -> FiregateError { .init(.resourceExhausted, message) }
+    public static func cancelled(_ message: String) -> FiregateError { .init(.cancelled, message) }
 }
 
 extension JSON {

@@ -87,8 +87,12 @@ struct DatabaseState {
         var paths: Set<ResourcePath>
         if query.allDescendants {
             paths = []
-            for collection in groups[query.collectionID] ?? [] where query.parent.isPrefix(of: collection) {
-                paths.formUnion(collections[collection] ?? [])
+            if query.collectionID.isEmpty {
+                for (collection, members) in collections where query.parent.isPrefix(of: collection) { paths.formUnion(members) }
+            } else {
+                for collection in groups[query.collectionID] ?? [] where query.parent.isPrefix(of: collection) {
+                    paths.formUnion(collections[collection] ?? [])
+                }
             }
         } else {
             paths = collections[query.collectionPath] ?? []

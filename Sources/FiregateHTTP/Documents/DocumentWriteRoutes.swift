@@ -7,40 +7,17 @@ extension DocumentRoutes {
     func createDocument(_ database: DocumentDatabase, _ collection: ResourcePath, _ request: Request) async throws(FiregateError) -> Response {
         let params = try QueryParameters(request)
         let body = try await request.jsonObjectBody()
-        let id = params.first("documentId").flatMap { $0.isEmpty ? nil : $0 } ?? AutoID.make()
-        try ResourcePath.validateID(id)
-        let path = collection.appending(id)
-        if let name = body.member("name")?.stringValue, !name.isEmpty {
-            throw .invalidArgument("A document to create must not have a name; use documentId.")
-        }
-        let fields = try Value.parseFields(body.member("fields"))
-        try Write.validateFieldNames(fields)
-        let write = Write(path: path, operation: .update(fields: fields, mask: nil), precondition: Precondition(exists: false))
-        _ = try await database.commit([write])
-        return try respondWithDocument(database, path, mask: try params.mask())
+        let path = try await DocumentCalls.createDocument(database, collection, id: params.first("documentId"), document: body)
+        return JSONResponse.make(try DocumentCalls.written(database, path, mask: try params.mask()))
     }
 
     func patchDocument(_ database: DocumentDatabase, _ path: ResourcePath, _ request: Request) async throws(FiregateError) -> Response {
         let params = try QueryParameters(request)
         let body = try await request.jsonObjectBody()
-        if let name = body.member("name")?.stringValue, !name.isEmpty, try database.id.path(fromName: name) != path {
-            throw .invalidArgument("The document name in the body does not match the URL.")
-        }
-        let fields = try Value.parseFields(body.member("fields"))
-        try Write.validateFieldNames(fields)
-        var mask: [FieldPath]?
         let maskPaths = params.all("updateMask.fieldPaths")
-        if !maskPaths.isEmpty {
-            mask = try maskPaths.map { text throws(FiregateError) in try FieldPath.parseWritable(text) }
-        }
-        let write = Write(path: path, operation: .update(fields: fields, mask: mask), precondition: try params.precondition())
-        _ = try await database.commit([write])
-        return try respondWithDocument(database, path, mask: try params.mask())
-    }
-
-    func respondWithDocument(_ database: DocumentDatabase, _ path: ResourcePath, mask: [FieldPath]?) throws(FiregateError) -> Response {
-        guard let document = try database.get(path).value else { throw notFound(database, path) }
-        return JSONResponse.make(document.json(database: database.id, mask: mask))
+        try await DocumentCalls.updateDocument(database, path, document: body, updateMask: maskPaths.isEmpty ? nil : maskPaths,
+                                               precondition: try params.precondition())
+        return JSONResponse.make(try DocumentCalls.written(database, path, mask: try params.mask()))
     }
 
     func deleteDocument(_ database: DocumentDatabase, _ path: ResourcePath, _ request: Request) async throws(FiregateError) -> Response {
@@ -49,56 +26,20 @@ extension DocumentRoutes {
         return JSONResponse.make([:])
     }
 
-    static func parseWrites(_ body: JSON, _ database: DocumentDatabase) throws(FiregateError) -> [Write] {
-        guard let list = body.member("writes"), list != .null else { return [] }
-        guard let items = list.arrayValue else { throw .invalidArgument("writes must be a list.") }
-        return try items.map { item throws(FiregateError) in try Write(json: item, database: database.id) }
-    }
-
     func commit(_ database: DocumentDatabase, _ request: Request) async throws(FiregateError) -> Response {
-        let body = try await request.jsonObjectBody()
-        let writes = try DocumentRoutes.parseWrites(body, database)
-        var transaction: String?
-        if let tx = body.member("transaction"), tx != .null {
-            guard let id = tx.stringValue else { throw .invalidArgument("transaction must be a base64 string.") }
-            transaction = id
-        }
-        let result = try await database.commit(writes, transaction: transaction)
-        return JSONResponse.make(result.json)
+        JSONResponse.make(try await DocumentCalls.commit(database, try await request.jsonObjectBody()))
     }
 
     func batchWrite(_ database: DocumentDatabase, _ request: Request) async throws(FiregateError) -> Response {
-        let body = try await request.jsonObjectBody()
-        let writes = try DocumentRoutes.parseWrites(body, database)
-        let results = try await database.batchWrite(writes)
-        var writeResults: [JSON] = []
-        var statuses: [JSON] = []
-        for result in results {
-            switch result {
-            case .success(let writeResult):
-                writeResults.append(writeResult.json)
-                statuses.append([:])
-            case .failure(let error):
-                writeResults.append([:])
-                statuses.append(["code": .int(Int64(error.status.code)), "message": .string(error.message)])
-            }
-        }
-        return JSONResponse.make(["writeResults": .array(writeResults), "status": .array(statuses)])
+        JSONResponse.make(try await DocumentCalls.batchWrite(database, try await request.jsonObjectBody()))
     }
 
     func beginTransaction(_ database: DocumentDatabase, _ request: Request) async throws(FiregateError) -> Response {
-        let body = try await request.jsonObjectBody()
-        let options = try body.member("options").map { options throws(FiregateError) in try TransactionOptions(json: options) }
-        let id = try database.beginTransaction(options ?? .readWrite(retrying: nil))
-        return JSONResponse.make(["transaction": .string(id)])
+        JSONResponse.make(try DocumentCalls.beginTransaction(database, try await request.jsonObjectBody()))
     }
 
     func rollback(_ database: DocumentDatabase, _ request: Request) async throws(FiregateError) -> Response {
-        let body = try await request.jsonObjectBody()
-        guard let id = body.member("transaction")?.stringValue, !id.isEmpty else {
-            throw .invalidArgument("rollback needs a transaction.")
-        }
-        try database.rollback(id)
+        try DocumentCalls.rollback(database, try await request.jsonObjectBody())
         return JSONResponse.make([:])
     }
 }

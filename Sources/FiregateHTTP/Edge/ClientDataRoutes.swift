@@ -76,7 +76,7 @@ struct ClientDataRoutes {
             if let tx = body.member("transaction"), tx != .null {
                 return try await passThrough(target, request, operation: "commit the transaction", body: body)
             }
-            let writes = try DocumentRoutes.parseWrites(body, documents.backend.documents.database(target.database))
+            let writes = try DocumentCalls.parseWrites(body, documents.backend.documents.database(target.database))
             if writes.isEmpty {
                 // Nothing to queue: an empty batch commits at once, as the SDK's does.
                 return JSONResponse.make(["commitTime": .string(await client.now().rfc3339)], headers: [

@@ -283,7 +283,7 @@ final class ConnectionFastPath: ChannelDuplexHandler, RemovableChannelHandler {
               let json = try? JSONParser.parse(Array(body.readableBytesView)), case .object = json else { return nil }
         if let transaction = json.member("transaction"), transaction != .null { return nil }
         let database = backend.documents.database(parsed.database)
-        guard let writes = try? DocumentRoutes.parseWrites(json, database) else { return nil }
+        guard let writes = try? DocumentCalls.parseWrites(json, database) else { return nil }
         return try? database.beginCommit(writes)
     }
 

@@ -7,7 +7,7 @@ extension Query {
         guard path.isDocument else { return false }
         // Compares segments in place: this runs per candidate document, so no parent path is built.
         let segments = path.segments
-        guard segments[segments.count - 2] == collectionID else { return false }
+        guard collectionID.isEmpty || segments[segments.count - 2] == collectionID else { return false }
         if allDescendants {
             return segments.count - 1 > parent.count && segments.starts(with: parent.segments)
         }

@@ -6,11 +6,13 @@ extension Query {
         guard let from = json.member("from")?.arrayValue, from.count == 1, let selector = from.first else {
             throw .invalidArgument("A structured query must select exactly one collection (\"from\" needs one entry).")
         }
-        guard let collectionID = selector.member("collectionId")?.stringValue, !collectionID.isEmpty else {
+        let allDescendants = selector.member("allDescendants")?.boolValue ?? false
+        // No collection id: a kindless query over every descendant (what recursive deletes run).
+        let collectionID = selector.member("collectionId")?.stringValue ?? ""
+        guard !collectionID.isEmpty || allDescendants else {
             throw .invalidArgument("The collection selector needs a collectionId.")
         }
         guard !collectionID.contains("/") else { throw .invalidArgument("Invalid collectionId \"\(collectionID)\".") }
-        let allDescendants = selector.member("allDescendants")?.boolValue ?? false
         var query = Query(parent: parent, collectionID: collectionID, allDescendants: allDescendants)
         if let whereJSON = json.member("where"), whereJSON != .null {
             query.filter = try Query.parseFilter(whereJSON, database: database)

@@ -39,10 +39,28 @@ public struct ResourcePath: Sendable, Hashable, Comparable, CustomStringConverti
 
     public static func compare(_ a: ResourcePath, _ b: ResourcePath) -> Int {
         for (x, y) in zip(a.segments, b.segments) {
-            let c = Value.compareUTF8(x, y)
+            let c = compareSegments(x, y)
             if c != 0 { return c }
         }
         return a.segments.count == b.segments.count ? 0 : (a.segments.count < b.segments.count ? -1 : 1)
+    }
+
+    /// Numeric ids (`__id<int64>__`, what the Datastore-era APIs and the clients' lowest-id
+    /// cursors use) sort before string ids and among themselves by number; the rest by UTF-8.
+    static func compareSegments(_ x: String, _ y: String) -> Int {
+        let xn = numericID(x), yn = numericID(y)
+        switch (xn, yn) {
+        case (nil, nil): return Value.compareUTF8(x, y)
+        case (_?, nil): return -1
+        case (nil, _?): return 1
+        case (let a?, let b?): return a == b ? 0 : (a < b ? -1 : 1)
+        }
+    }
+
+    /// The number of a `__id<int64>__` segment.
+    static func numericID(_ segment: String) -> Int64? {
+        guard segment.utf8.count > 6, segment.hasPrefix("__id"), segment.hasSuffix("__") else { return nil }
+        return Int64(segment.dropFirst(4).dropLast(2))
     }
 
     /// Parses and validates `a/b/c`: no empty segments, ids within production's limits.
@@ -77,7 +95,7 @@ public struct ResourcePath: Sendable, Hashable, Comparable, CustomStringConverti
         if segment.utf8.count > 1500 {
             throw .invalidArgument("Invalid path \"\(path)\": ids must be at most 1500 bytes.")
         }
-        if segment.utf8.count >= 4, segment.hasPrefix("__"), segment.hasSuffix("__") {
+        if segment.utf8.count >= 4, segment.hasPrefix("__"), segment.hasSuffix("__"), numericID(segment) == nil {
             throw .invalidArgument("Invalid path \"\(path)\": ids matching __.*__ are reserved.")
         }
     }

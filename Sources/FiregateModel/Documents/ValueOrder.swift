@@ -80,7 +80,7 @@ extension Value {
         let sx = x.split(separator: "/", omittingEmptySubsequences: false)
         let sy = y.split(separator: "/", omittingEmptySubsequences: false)
         for (a, b) in zip(sx, sy) {
-            let c = compareUTF8(String(a), String(b))
+            let c = ResourcePath.compareSegments(String(a), String(b))
             if c != 0 { return c }
         }
         return sx.count == sy.count ? 0 : (sx.count < sy.count ? -1 : 1)

@@ -1,0 +1,124 @@
+import FiregateBackend
+import FiregateModel
+import FiregateProto
+import SwiftProtobuf
+
+
+/// The unary and server-streaming RPCs, each the gRPC twin of a REST route.
+extension FirestoreGRPCService {
+    func database(_ id: DatabaseID) -> DocumentDatabase { backend.documents.database(id) }
+
+    /// The database and path a request names; a document name where `document` is true.
+    func resolve(_ name: String, document: Bool? = nil) throws(FiregateError) -> (DocumentDatabase, ResourcePath) {
+        let (id, path) = try FirestoreResourceName.document(name)
+        if let document {
+            if document, !path.isDocument { throw .invalidArgument("\"\(name)\" is not a document name.") }
+            if !document, path.isCollection { throw .invalidArgument("\"\(name)\" is not a document or the documents root.") }
+        }
+        return (database(id), path)
+    }
+
+    func getDocument(_ request: Google_Firestore_V1_GetDocumentRequest) async throws(FiregateError) -> Google_Firestore_V1_Document {
+        let (database, path) = try resolve(request.name, document: true)
+        let json = try request.restJSON()
+        let mask = try DocumentRoutes.mask(json.member("mask"))
+        guard let document = try database.get(path, consistency: try json.consistency()).value else {
+            throw DocumentRoutes.notFound(database.id, path)
+        }
+        return document.proto(database: database.id, mask: mask)
+    }
+
+    func listDocuments(_ request: Google_Firestore_V1_ListDocumentsRequest) async throws(FiregateError) -> Google_Firestore_V1_ListDocumentsResponse {
+        let (database, parent) = try resolve(request.parent, document: false)
+        guard !request.collectionID.isEmpty else { throw .invalidArgument("ListDocuments needs a collection_id.") }
+        try ResourcePath.validateID(request.collectionID)
+        let json = try request.restJSON()
+        let page = try DocumentCalls.listDocuments(
+            database, parent.appending(request.collectionID), mask: try DocumentRoutes.mask(json.member("mask")),
+            pageSize: request.pageSize > 0 ? Int(request.pageSize) : nil, pageToken: request.pageToken, orderBy: request.orderBy,
+            showMissing: request.showMissing, consistency: try json.consistency())
+        return try Google_Firestore_V1_ListDocumentsResponse(restJSON: page)
+    }
+
+    func createDocument(_ request: Google_Firestore_V1_CreateDocumentRequest) async throws(FiregateError) -> Google_Firestore_V1_Document {
+        let (database, parent) = try resolve(request.parent, document: false)
+        guard !request.collectionID.isEmpty else { throw .invalidArgument("CreateDocument needs a collection_id.") }
+        try ResourcePath.validateID(request.collectionID)
+        let path = try await DocumentCalls.createDocument(database, parent.appending(request.collectionID), id: request.documentID,
+                                                          document: try request.document.restJSON())
+        let mask = try DocumentRoutes.mask(try request.restJSON().member("mask"))
+        return try Google_Firestore_V1_Document(restJSON: try DocumentCalls.written(database, path, mask: mask))
+    }
+
+    func updateDocument(_ request: Google_Firestore_V1_UpdateDocumentRequest) async throws(FiregateError) -> Google_Firestore_V1_Document {
+        let (database, path) = try resolve(request.document.name, document: true)
+        let json = try request.restJSON()
+        try await DocumentCalls.updateDocument(database, path, document: try request.document.restJSON(),
+                                               updateMask: request.hasUpdateMask ? request.updateMask.fieldPaths : nil,
+                                               precondition: try Precondition(json: json.member("currentDocument")))
+        return try Google_Firestore_V1_Document(restJSON: try DocumentCalls.written(database, path, mask: try DocumentRoutes.mask(json.member("mask"))))
+    }
+
+    func deleteDocument(_ request: Google_Firestore_V1_DeleteDocumentRequest) async throws(FiregateError) -> Google_Protobuf_Empty {
+        let (database, path) = try resolve(request.name, document: true)
+        let precondition = try Precondition(json: try request.restJSON().member("currentDocument"))
+        _ = try await database.commit([Write(path: path, operation: .delete, precondition: precondition)])
+        return Google_Protobuf_Empty()
+    }
+
+    func batchGetDocuments(_ request: Google_Firestore_V1_BatchGetDocumentsRequest) async throws(FiregateError) -> [Google_Firestore_V1_BatchGetDocumentsResponse] {
+        let database = database(try FirestoreResourceName.database(request.database))
+        return try DocumentCalls.batchGet(database, try request.restJSON()).map { item throws(FiregateError) in
+            try Google_Firestore_V1_BatchGetDocumentsResponse(restJSON: item)
+        }
+    }
+
+    func beginTransaction(_ request: Google_Firestore_V1_BeginTransactionRequest) async throws(FiregateError) -> Google_Firestore_V1_BeginTransactionResponse {
+        let database = database(try FirestoreResourceName.database(request.database))
+        return try Google_Firestore_V1_BeginTransactionResponse(restJSON: try DocumentCalls.beginTransaction(database, try request.restJSON()))
+    }
+
+    func commit(_ request: Google_Firestore_V1_CommitRequest) async throws(FiregateError) -> Google_Firestore_V1_CommitResponse {
+        let database = database(try FirestoreResourceName.database(request.database))
+        return try Google_Firestore_V1_CommitResponse(restJSON: try await DocumentCalls.commit(database, try request.restJSON()))
+    }
+
+    func rollback(_ request: Google_Firestore_V1_RollbackRequest) async throws(FiregateError) -> Google_Protobuf_Empty {
+        let database = database(try FirestoreResourceName.database(request.database))
+        try DocumentCalls.rollback(database, try request.restJSON())
+        return Google_Protobuf_Empty()
+    }
+
+    func runQuery(_ request: Google_Firestore_V1_RunQueryRequest) async throws(FiregateError) -> [Google_Firestore_V1_RunQueryResponse] {
+        let (database, parent) = try resolve(request.parent, document: false)
+        return try DocumentCalls.runQuery(database, parent, try request.restJSON()).map { item throws(FiregateError) in
+            try Google_Firestore_V1_RunQueryResponse(restJSON: item)
+        }
+    }
+
+    func runAggregationQuery(_ request: Google_Firestore_V1_RunAggregationQueryRequest) async throws(FiregateError) -> [Google_Firestore_V1_RunAggregationQueryResponse] {
+        let (database, parent) = try resolve(request.parent, document: false)
+        return try DocumentCalls.runAggregationQuery(database, parent, try request.restJSON()).map { item throws(FiregateError) in
+            try Google_Firestore_V1_RunAggregationQueryResponse(restJSON: item)
+        }
+    }
+
+    /// PartitionQuery: the query is checked, and answered with no split points, which the API
+    /// defines as one partition covering the whole result.
+    func partitionQuery(_ request: Google_Firestore_V1_PartitionQueryRequest) async throws(FiregateError) -> Google_Firestore_V1_PartitionQueryResponse {
+        let (database, parent) = try resolve(request.parent, document: false)
+        guard case .structuredQuery(let structured)? = request.queryType else { throw .invalidArgument("PartitionQuery needs a structured_query.") }
+        _ = try Query(structuredQuery: try structured.restJSON(), parent: parent, database: database.id)
+        return Google_Firestore_V1_PartitionQueryResponse()
+    }
+
+    func listCollectionIDs(_ request: Google_Firestore_V1_ListCollectionIdsRequest) async throws(FiregateError) -> Google_Firestore_V1_ListCollectionIdsResponse {
+        let (database, parent) = try resolve(request.parent, document: false)
+        return try Google_Firestore_V1_ListCollectionIdsResponse(restJSON: try DocumentCalls.listCollectionIDs(database, parent, try request.restJSON()))
+    }
+
+    func batchWrite(_ request: Google_Firestore_V1_BatchWriteRequest) async throws(FiregateError) -> Google_Firestore_V1_BatchWriteResponse {
+        let database = database(try FirestoreResourceName.database(request.database))
+        return try Google_Firestore_V1_BatchWriteResponse(restJSON: try await DocumentCalls.batchWrite(database, try request.restJSON()))
+    }
+}

@@ -1,0 +1,114 @@
+import FiregateBackend
+import FiregateModel
+import FiregateProto
+import NIOCore
+import ServiceLifecycle
+import Synchronization
+
+/// A Listen stream: the client's requests and the database's commits, turned into responses by
+/// `ListenTargets`. One task owns the response side; the requests arrive through `ListenInbox`,
+/// which wakes that task through the feed subscription it waits on. The stream never ends with
+/// OK on the server's initiative: shutdown ends it UNAVAILABLE, so clients reconnect and resume.
+struct FirestoreListenCall {
+    let backend: Backend
+    let options: ListenOptions
+
+    func run<Body>(requests: GRPCMessageReader, responses: inout GRPCMessageWriter<Body>, channel: any Channel) async -> FiregateError? {
+        var reader = requests
+        let database: DocumentDatabase
+        let first: Google_Firestore_V1_ListenRequest
+        do {
+            guard let request = try await reader.next(Google_Firestore_V1_ListenRequest.self) else { return nil }
+            first = request
+            database = backend.documents.database(try FirestoreResourceName.database(request.database))
+        } catch {
+            return error
+        }
+        let subscription = database.feed.subscribe(bufferLimit: options.bufferLimit)
+        let inbox = ListenInbox(subscription: subscription)
+        let pump = Task { [reader = RequestReaderHandOff(reader)] in
+            var reader = reader.reader
+            do {
+                while let request = try await reader.next(Google_Firestore_V1_ListenRequest.self) { inbox.push(request) }
+                inbox.end(nil)
+            } catch {
+                inbox.end(ErrorResponse.normalize(error))
+            }
+        }
+        channel.closeFuture.whenComplete { _ in inbox.end(.cancelled("The client cancelled the stream.")) }
+        defer {
+            pump.cancel()
+            subscription.cancel()
+        }
+        var targets = ListenTargets(database: database, startingAfter: subscription.startsAfter)
+        return await withGracefulShutdownHandler {
+            do {
+                for response in try targets.handle(first) { try await responses.send(response) }
+                while true {
+                    let (pending, ended) = inbox.take()
+                    for request in pending {
+                        for response in try targets.handle(request) { try await responses.send(response) }
+                    }
+                    if let ended { return ended }
+                    guard let event = await subscription.next() else { return FiregateError.cancelled("The stream was cancelled.") }
+                    let out: [ListenResponse]
+                    switch event {
+                    case .commit(let record): out = targets.apply(record)
+                    case .overflow: out = targets.resynchronise()
+                    case .closed(let error): return FiregateError(.unavailable, error.message)
+                    case .heartbeat: out = []
+                    }
+                    for response in out { try await responses.send(response) }
+                }
+            } catch {
+                return ErrorResponse.normalize(error)
+            }
+        } onGracefulShutdown: {
+            subscription.deliver(.closed(.unavailable("The server is shutting down.")))
+        }
+    }
+}
+
+/// Moves the request reader into the task that reads the requests; nothing else uses it after.
+private struct RequestReaderHandOff: @unchecked Sendable {
+    let reader: GRPCMessageReader
+    init(_ reader: GRPCMessageReader) { self.reader = reader }
+}
+
+/// Requests read from a Listen stream, waiting for the task that answers them.
+final class ListenInbox: Sendable {
+    private struct State {
+        var requests: [Google_Firestore_V1_ListenRequest] = []
+        /// Set once the request side ended: nil status for a half-close, else why.
+        var ended: FiregateError??
+    }
+
+    private let state = Mutex(State())
+    private let subscription: FeedSubscription
+
+    init(subscription: FeedSubscription) {
+        self.subscription = subscription
+    }
+
+    func push(_ request: Google_Firestore_V1_ListenRequest) {
+        state.withLock { $0.requests.append(request) }
+        subscription.deliver(.heartbeat)
+    }
+
+    func end(_ status: FiregateError?) {
+        let first = state.withLock { state -> Bool in
+            guard state.ended == nil else { return false }
+            state.ended = .some(status)
+            return true
+        }
+        if first { subscription.deliver(.heartbeat) }
+    }
+
+    /// The requests waiting, and whether the request side ended (with its status).
+    func take() -> (requests: [Google_Firestore_V1_ListenRequest], ended: FiregateError??) {
+        state.withLock { state in
+            defer { state.requests.removeAll() }
+            return (state.requests, state.ended)
+        }
+    }
+}

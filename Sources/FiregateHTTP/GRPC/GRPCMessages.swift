@@ -1,0 +1,95 @@
+import FiregateModel
+import Hummingbird
+import NIOCore
+import SwiftProtobuf
+
+/// gRPC's length-prefixed messages (gRPC over HTTP/2, "Length-Prefixed-Message"): a compressed
+/// flag byte, a big-endian 4-byte length, then the message.
+enum GRPCFraming {
+    /// Largest message accepted either way (DESIGN §1.5); larger ones are RESOURCE_EXHAUSTED.
+    static let maxMessageBytes = 32 * 1024 * 1024
+
+    static func frame(_ message: some SwiftProtobuf.Message) throws(FiregateError) -> ByteBuffer {
+        let bytes: [UInt8]
+        do { bytes = try message.serializedBytes() } catch { throw .internal("Could not encode the response: \(error)") }
+        guard bytes.count <= maxMessageBytes else {
+            throw .resourceExhausted("The response message is \(bytes.count) bytes, over the \(maxMessageBytes)-byte limit.")
+        }
+        var buffer = ByteBuffer()
+        buffer.reserveCapacity(5 + bytes.count)
+        buffer.writeInteger(UInt8(0))
+        buffer.writeInteger(UInt32(bytes.count))
+        buffer.writeBytes(bytes)
+        return buffer
+    }
+}
+
+/// Splits a call's request body into messages as they arrive.
+struct GRPCMessageReader {
+    private var body: RequestBody.AsyncIterator
+    private var buffer = ByteBuffer()
+
+    init(_ body: RequestBody) {
+        self.body = body.makeAsyncIterator()
+    }
+
+    /// The next message's bytes; nil once the client has half-closed. A reset stream throws
+    /// CANCELLED; a bad frame throws the status the call ends with.
+    mutating func next() async throws(FiregateError) -> ByteBuffer? {
+        while true {
+            if buffer.readableBytes >= 5, let flag = buffer.getInteger(at: buffer.readerIndex, as: UInt8.self),
+               let length = buffer.getInteger(at: buffer.readerIndex + 1, as: UInt32.self) {
+                switch flag {
+                case 0: break
+                case 1: throw .unimplemented("Compressed request messages are not supported; send them uncompressed (grpc-encoding: identity).")
+                default: throw .internal("Invalid gRPC message frame: compressed flag \(flag).")
+                }
+                guard length <= GRPCFraming.maxMessageBytes else {
+                    throw .resourceExhausted("Received message larger than max (\(length) vs. \(GRPCFraming.maxMessageBytes))")
+                }
+                if buffer.readableBytes >= 5 + Int(length) {
+                    buffer.moveReaderIndex(forwardBy: 5)
+                    let message = buffer.readSlice(length: Int(length))!
+                    if buffer.readableBytes == 0 { buffer.clear() }
+                    return message
+                }
+            }
+            let chunk: ByteBuffer?
+            do { chunk = try await body.next() } catch { throw .cancelled("The call was cancelled.") }
+            guard var chunk else {
+                if buffer.readableBytes > 0 { throw .internal("The request ended inside a message.") }
+                return nil
+            }
+            buffer.writeBuffer(&chunk)
+        }
+    }
+
+    /// The next message decoded as `M`.
+    mutating func next<M: SwiftProtobuf.Message>(_ type: M.Type) async throws(FiregateError) -> M? {
+        guard let bytes = try await next() else { return nil }
+        do {
+            return try M(serializedBytes: Array(bytes.readableBytesView))
+        } catch {
+            throw .invalidArgument("Invalid \(M.protoMessageName) message: \(error)")
+        }
+    }
+}
+
+/// The response side of a call: framed messages on the stream Hummingbird opened (its head is
+/// already sent, so every outcome, errors included, ends with trailers — reference §7).
+struct GRPCMessageWriter<Body: ResponseBodyWriter> {
+    private var body: Body
+
+    init(_ body: Body) {
+        self.body = body
+    }
+
+    mutating func send(_ message: some SwiftProtobuf.Message) async throws {
+        try await body.write(try GRPCFraming.frame(message))
+    }
+
+    /// Ends the call with `status` (nil is OK) in the trailers.
+    consuming func finish(_ status: FiregateError?) async throws {
+        try await body.finish(ErrorResponse.grpcTrailers(status))
+    }
+}

@@ -1,0 +1,137 @@
+import HummingbirdCore
+import HummingbirdHTTP2
+import Logging
+import NIOCore
+import NIOHTTP2
+
+/// One port for HTTP/1.1 and gRPC (DESIGN §1): a connection that opens with the HTTP/2 client
+/// preface is served as HTTP/2 (h2c with prior knowledge, or `h2` after TLS's ALPN, since TLS
+/// wraps this channel), anything else by the HTTP/1.1 channel with its fast path, unchanged.
+///
+/// Hummingbird has no builder for HTTP/1.1 and h2c on one plaintext port, and grpc-swift's
+/// transport owns its listening socket (reference/grpc-firestore.md §4), so the choice is made
+/// here: nothing can be read in `setup`, so a handler looks at the first bytes, installs the
+/// chosen pipeline, replays what it buffered and removes itself; `handle` waits for its choice.
+struct ProtocolSniffingChannel: ServerChildChannel {
+    enum Value: ServerChildChannelValue {
+        case pending(EventLoopFuture<Chosen>, any Channel)
+        var channel: any Channel {
+            switch self { case .pending(_, let channel): channel }
+        }
+    }
+
+    enum Chosen: Sendable {
+        case http1(FastPathHTTP1Channel.Value)
+        case http2(HTTP2Channel.Value)
+    }
+
+    let http1: FastPathHTTP1Channel
+    let http2: HTTP2Channel
+
+    func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
+        let chosen = channel.eventLoop.makePromise(of: Chosen.self)
+        do {
+            try channel.pipeline.syncOperations.addHandler(PrefaceSniffer(http1: http1, http2: http2, logger: logger, chosen: chosen))
+        } catch {
+            chosen.fail(error)
+            return channel.eventLoop.makeFailedFuture(error)
+        }
+        return channel.eventLoop.makeSucceededFuture(.pending(chosen.futureResult, channel))
+    }
+
+    func handle(value: Value, logger: Logger) async {
+        guard case .pending(let future, _) = value, let chosen = try? await future.get() else { return }
+        switch chosen {
+        case .http1(let value): await http1.handle(value: value, logger: logger)
+        case .http2(let value): await http2.handle(value: value, logger: logger)
+        }
+    }
+}
+
+/// Buffers a connection's first bytes until they either match the HTTP/2 preface or differ
+/// from it, then sets the connection up for that protocol.
+final class PrefaceSniffer: ChannelInboundHandler, RemovableChannelHandler {
+    typealias InboundIn = ByteBuffer
+    typealias InboundOut = ByteBuffer
+
+    /// `PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n`.
+    static let preface: [UInt8] = Array("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".utf8)
+
+    let http1: FastPathHTTP1Channel
+    let http2: HTTP2Channel
+    let logger: Logger
+    let chosen: EventLoopPromise<ProtocolSniffingChannel.Chosen>
+    private var buffered: ByteBuffer?
+    private var decided = false
+
+    init(http1: FastPathHTTP1Channel, http2: HTTP2Channel, logger: Logger, chosen: EventLoopPromise<ProtocolSniffingChannel.Chosen>) {
+        self.http1 = http1
+        self.http2 = http2
+        self.logger = logger
+        self.chosen = chosen
+    }
+
+    /// Whether `bytes` is the preface (true), cannot become it (false) or is a prefix of it (nil).
+    static func matches(_ bytes: ByteBufferView) -> Bool? {
+        for (offset, byte) in bytes.prefix(preface.count).enumerated() where byte != preface[offset] {
+            return false
+        }
+        return bytes.count >= preface.count ? true : nil
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        var incoming = unwrapInboundIn(data)
+        guard !decided else {
+            context.fireChannelRead(data)
+            return
+        }
+        if buffered == nil {
+            buffered = incoming
+        } else {
+            buffered!.writeBuffer(&incoming)
+        }
+        guard let isHTTP2 = PrefaceSniffer.matches(buffered!.readableBytesView) else { return }
+        choose(context: context, http2: isHTTP2)
+    }
+
+    func channelReadComplete(context: ChannelHandlerContext) {
+        if decided { context.fireChannelReadComplete() }
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        // Closed before a decision: HTTP/1.1 handles the end (and any partial request) as usual.
+        if !decided { choose(context: context, http2: false) }
+        context.fireChannelInactive()
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        if !decided { chosen.fail(error) }
+        context.fireErrorCaught(error)
+    }
+
+    private func choose(context: ChannelHandlerContext, http2 isHTTP2: Bool) {
+        decided = true
+        let channel = context.channel
+        let setup: EventLoopFuture<ProtocolSniffingChannel.Chosen> = isHTTP2
+            ? http2.setup(channel: channel, logger: logger).flatMapThrowing { value in
+                try HTTP2ConnectionTuning.install(on: channel)
+                return .http2(value)
+            }
+            : http1.setup(channel: channel, logger: logger).map { .http1($0) }
+        setup.whenComplete { result in
+            switch result {
+            case .success(let value):
+                self.chosen.succeed(value)
+                if let bytes = self.buffered {
+                    self.buffered = nil
+                    context.fireChannelRead(self.wrapInboundOut(bytes))
+                    context.fireChannelReadComplete()
+                }
+                context.pipeline.syncOperations.removeHandler(context: context, promise: nil)
+            case .failure(let error):
+                self.chosen.fail(error)
+                context.close(promise: nil)
+            }
+        }
+    }
+}
