@@ -74,7 +74,7 @@ let package = Package(
         .testTarget(name: "FiregateEdgeTests", dependencies: ["FiregateEdge", "FiregateBackend", "FiregateModel"]),
         .testTarget(name: "FiregateBackendTests", dependencies: ["FiregateBackend", "FiregateStore", "FiregateModel"]),
         .testTarget(name: "FiregateHTTPTests", dependencies: [
-            "FiregateHTTP", "FiregateBackend", "FiregateEdge",
+            "FiregateHTTP", "FiregateBackend", "FiregateEdge", "FiregateProto",
             .product(name: "HummingbirdTesting", package: "hummingbird"),
         ]),
     ]

@@ -38,7 +38,7 @@ public enum FiregateServer {
         return FiregateResponder(
             documents: documents,
             tree: TreeRoutes(backend: backend),
-            operations: OperationRoutes(backend: backend, clients: clients, ticker: documents.ticker),
+            operations: OperationRoutes(backend: backend, clients: clients, ticker: documents.ticker, connections: ConnectionRegistry(backend: backend)),
             clients: ClientRoutes(clients: clients, documents: documents),
             staticFiles: StaticFiles(directory: configuration.publicDirectory ?? StaticFiles.locate(), logger: logger),
             adminToken: AdminToken(token: configuration.adminToken),
@@ -85,7 +85,8 @@ public enum FiregateServer {
     static func oneProtocolPerConnection(_ responder: FiregateResponder) -> HTTPServerBuilder {
         let documents = responder.documents, metrics = responder.metrics, logger = responder.logger
         let configuration = HTTP1Channel.Configuration(additionalChannelHandlers: [LingeringClose(), UnparsableRequestAnswer()])
-        let grpc = FirestoreGRPCService(backend: documents.backend, listenOptions: documents.listenOptions, logger: logger)
+        let grpc = FirestoreGRPCService(backend: documents.backend, listenOptions: documents.listenOptions,
+                                        connections: GRPCConnections(registry: responder.operations.connections), logger: logger)
         return HTTPServerBuilder { handler in
             let http1 = FastPathHTTP1Channel(base: HTTP1Channel(responder: handler, configuration: configuration)) { fullPath in
                 ConnectionFastPath(documents: documents, metrics: metrics, logger: logger, fullPath: fullPath)

@@ -264,10 +264,19 @@ final class DocumentDatabaseReadTests: XCTestCase {
     func testListCollectionIDs() async throws {
         let db = try memoryDatabase()
         _ = try await db.commit([set("b/1", [:]), set("a/1/x/2", [:]), set("a/1/y/3/z/4", [:]), set("B/1", [:]), set("a/2", [:])])
-        XCTAssertEqual(db.listCollectionIDs(parent: ResourcePath([])), ["B", "a", "b"])
-        XCTAssertEqual(db.listCollectionIDs(parent: rpath("a/1")), ["x", "y"])
-        XCTAssertEqual(db.listCollectionIDs(parent: rpath("a/1/y/3")), ["z"])
-        XCTAssertEqual(db.listCollectionIDs(parent: rpath("a/2")), [])
+        XCTAssertEqual(try db.listCollectionIDs(parent: ResourcePath([])), ["B", "a", "b"])
+        XCTAssertEqual(try db.listCollectionIDs(parent: rpath("a/1")), ["x", "y"])
+        XCTAssertEqual(try db.listCollectionIDs(parent: rpath("a/1/y/3")), ["z"])
+        XCTAssertEqual(try db.listCollectionIDs(parent: rpath("a/2")), [])
+    }
+
+    /// At a read time: a collection deleted since is listed, one created since is not.
+    func testListCollectionIDsAtAReadTime() async throws {
+        let db = try memoryDatabase()
+        let first = try await db.commit([set("old/1", [:]), set("kept/1", [:])])
+        _ = try await db.commit([Write(path: rpath("old/1"), operation: .delete), set("new/1", [:])])
+        XCTAssertEqual(try db.listCollectionIDs(parent: ResourcePath([])), ["kept", "new"])
+        XCTAssertEqual(try db.listCollectionIDs(parent: ResourcePath([]), consistency: .readTime(first.commitTime)), ["kept", "old"])
     }
 
     func testAggregation() async throws {
@@ -303,7 +312,7 @@ final class DocumentDatabaseReadTests: XCTestCase {
         let tx = try db.beginTransaction(.readWrite(retrying: nil))
         try await db.reset()
         XCTAssertEqual(db.documentCount, 0)
-        XCTAssertEqual(db.listCollectionIDs(parent: ResourcePath([])), [])
+        XCTAssertEqual(try db.listCollectionIDs(parent: ResourcePath([])), [])
         XCTAssertEqual(try db.runQuery(Query(collectionID: "c")).value.documents, [])
         await assertThrowsFiregate(.invalidArgument) { try db.rollback(tx) }
         // Usable again afterwards.

@@ -134,7 +134,7 @@ final class PersistenceTests: XCTestCase {
         let other = reopened.documents.database(DatabaseID(project: "q", database: "db2"))
         XCTAssertEqual(try other.get(rpath("x/y")).value, written["q:x/y"])
         // Queries and collection listings are rebuilt from the loaded documents.
-        XCTAssertEqual(db.listCollectionIDs(parent: rpath("c/a")), ["sub"])
+        XCTAssertEqual(try db.listCollectionIDs(parent: rpath("c/a")), ["sub"])
         XCTAssertEqual(try db.runQuery(Query(collectionID: "sub", allDescendants: true)).value.documents.map(\.path), [rpath("c/a/sub/b")])
         // New commits after a restart are later than every stored one.
         let next = try await db.commit([set("c/new", [:])])

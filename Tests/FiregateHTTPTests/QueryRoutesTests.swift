@@ -205,7 +205,7 @@ final class RunQueryRouteTests: XCTestCase {
             assertError(try await client.send(.post, "\(base):runAggregationQuery", #"{"structuredAggregationQuery":{"aggregations":[{"count":{}}]}}"#),
                         400, "INVALID_ARGUMENT", contains: "structuredQuery")
             assertError(try await client.send(.post, "\(base):runAggregationQuery", #"{"structuredAggregationQuery":{"structuredQuery":{"from":[{"collectionId":"c"}]},"aggregations":[]}}"#),
-                        400, "INVALID_ARGUMENT", contains: "at least one")
+                        400, "INVALID_ARGUMENT", contains: "Aggregations can not be empty")
         }
     }
 

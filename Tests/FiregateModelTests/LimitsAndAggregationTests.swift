@@ -103,10 +103,11 @@ final class AggregationTests: XCTestCase {
             // Default aliases count the unaliased aggregations only (the proto's own example).
             Aggregation(alias: "field_2", kind: .avg(fpath("m.x"))), Aggregation(alias: "field_3", kind: .count(upTo: 5)),
         ])
-        assertFiregateError(.invalidArgument, contains: "at least one") { try Aggregation.parseList(nil) }
-        assertFiregateError(.invalidArgument, contains: "at least one") { try Aggregation.parseList(json("[]")) }
+        // The messages the client libraries' suites check for (reference/grpc-firestore.md §2).
+        assertFiregateError(.invalidArgument, contains: "Aggregations can not be empty") { try Aggregation.parseList(nil) }
+        assertFiregateError(.invalidArgument, contains: "Aggregations can not be empty") { try Aggregation.parseList(json("[]")) }
         assertFiregateError(.invalidArgument, contains: "at most 5") { try Aggregation.parseList(json(#"[{"count":{}},{"count":{}},{"count":{}},{"count":{}},{"count":{}},{"count":{}}]"#)) }
-        assertFiregateError(.invalidArgument, contains: "Duplicate") { try Aggregation.parseList(json(#"[{"alias":"a","count":{}},{"alias":"a","count":{}}]"#)) }
+        assertFiregateError(.invalidArgument, contains: "Aggregation aliases contain duplicate alias") { try Aggregation.parseList(json(#"[{"alias":"a","count":{}},{"alias":"a","count":{}}]"#)) }
         assertFiregateError(.invalidArgument, contains: "upTo") { try Aggregation.parseList(json(#"[{"count":{"upTo":0}}]"#)) }
         assertFiregateError(.invalidArgument, contains: "one of count") { try Aggregation.parseList(json(#"[{"alias":"a"}]"#)) }
         assertFiregateError(.invalidArgument, contains: "fieldPath") { try Aggregation.parseList(json(#"[{"sum":{}}]"#)) }

@@ -446,3 +446,128 @@ def test_listen_ends_unavailable_when_the_server_stops(project):
         ch.close()
         if proc.poll() is None:
             stop_server(proc)
+
+
+# ---------------------------------------------------------------------------------------------
+# Connections: a real client taken offline by the test (DESIGN §1.6)
+
+
+def connections(base_url, project=None):
+    listed = requests.get(f"{base_url}/emulator/v1/connections").json()["connections"]
+    return [c for c in listed if project is None or c["project"] == project]
+
+
+def set_network(base_url, match, online, latency_ms=0):
+    r = requests.put(f"{base_url}/emulator/v1/connections/network", json={"match": match, "online": online, "latencyMs": latency_ms})
+    assert r.status_code == 200, r.text
+    return r.json()
+
+
+def wait_for(predicate, timeout=10):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.05)
+    raise AssertionError("condition not met in time")
+
+
+def test_each_project_on_a_connection_is_an_entry_a_switch_takes_offline(base_url, project, channel):
+    other = project + "-other"
+    meta = [("authorization", "Bearer owner"), ("x-firebase-gmpid", "1:app:ios"),
+            ("google-cloud-resource-prefix", db_name(project))]
+    stream = ListenStreamWithMetadata(channel, fs.ListenRequest(database=db_name(project), add_target=query_target(project, 1)), meta)
+    try:
+        stream.until_global_snapshot()
+        entry = wait_for(lambda: [c for c in connections(base_url, project) if c["listens"] == 1])[0]
+        assert entry["protocol"] == "firestore-grpc" and entry["database"] == "(default)" and entry["appId"] == "1:app:ios"
+        assert entry["online"] is True and entry["openedAt"]
+        assert requests.get(f"{base_url}/emulator/v1/connections/{entry['id']}").json()["id"] == entry["id"]
+
+        get_other = lambda: unary_with(channel, other, "GetDocument", fs.GetDocumentRequest, doc_types.Document,
+                                       fs.GetDocumentRequest(name=f"{db_name(other)}/documents/a/b"))
+        with pytest.raises(grpc.RpcError) as caught:
+            get_other()
+        assert caught.value.code() == grpc.StatusCode.NOT_FOUND  # the other project is served
+
+        answer = set_network(base_url, {"project": project}, online=False)
+        assert entry["id"] in answer["dropped"]
+        with pytest.raises(grpc.RpcError) as caught:
+            stream.until_global_snapshot()
+        assert caught.value.code() == grpc.StatusCode.UNAVAILABLE
+        started = time.time()
+        with pytest.raises(grpc.RpcError) as caught:
+            unary_with(channel, project, "GetDocument", fs.GetDocumentRequest, doc_types.Document,
+                       fs.GetDocumentRequest(name=f"{db_name(project)}/documents/a/b"))
+        assert caught.value.code() == grpc.StatusCode.UNAVAILABLE and time.time() - started >= 0.9
+        with pytest.raises(grpc.RpcError) as caught:
+            get_other()
+        assert caught.value.code() == grpc.StatusCode.NOT_FOUND  # …and still is, on the same connection
+        assert requests.get(f"{base_url}/emulator/v1/connections/network").json()["switches"] == [
+            {"match": {"project": project}, "online": False, "latencyMs": 0}]
+
+        set_network(base_url, {"project": project}, online=True)
+        with pytest.raises(grpc.RpcError) as caught:
+            unary_with(channel, project, "GetDocument", fs.GetDocumentRequest, doc_types.Document,
+                       fs.GetDocumentRequest(name=f"{db_name(project)}/documents/a/b"))
+        assert caught.value.code() == grpc.StatusCode.NOT_FOUND
+        assert requests.get(f"{base_url}/emulator/v1/connections/network").json()["switches"] == []
+    finally:
+        stream.close()
+        set_network(base_url, {"project": project}, online=True)
+
+
+def test_a_dropped_client_reconnects_and_resumes_and_latency_slows_every_frame(base_url, project, client):
+    seen = queue.Queue()
+    ref = client.collection("rooms").document("r")
+    watch = ref.on_snapshot(lambda docs, changes, t: seen.put([d.to_dict() for d in docs]))
+    try:
+        assert seen.get(timeout=10) == []
+        entry = wait_for(lambda: connections(base_url, project))[0]
+        events = SSEStream(f"{base_url}/emulator/v1/events")
+        assert requests.post(f"{base_url}/emulator/v1/connections/{entry['id']}:drop").status_code == 200
+        assert requests.post(f"{base_url}/emulator/v1/connections/nope:drop").status_code == 404
+        _, closed = events.read_until(lambda e: json.loads(e.data).get("kind") == "connectionClosed", timeout=10)
+        assert json.loads(closed.data)["connection"] == entry["id"] and json.loads(closed.data)["protocol"] == "firestore-grpc"
+        events.close()
+        rest_set(base_url, project, "rooms/r", {"v": {"integerValue": "1"}})
+        assert seen.get(timeout=15) == [{"v": 1}]  # the client reconnected by itself and resumed
+
+        set_network(base_url, {"project": project}, online=True, latency_ms=400)
+        started = time.time()
+        ref.get()
+        assert time.time() - started >= 0.8  # request and response each waited
+        set_network(base_url, {"project": project}, online=True, latency_ms=0)
+        started = time.time()
+        ref.get()
+        assert time.time() - started < 0.8
+    finally:
+        watch.unsubscribe()
+        set_network(base_url, {"project": project}, online=True)
+
+
+def test_network_switch_bad_input_is_a_clear_400(base_url):
+    for body in ({}, {"match": {}, "online": False}, {"match": {"colour": "red"}, "online": False},
+                 {"match": {"project": "p"}}, {"match": {"project": "p"}, "online": False, "latencyMs": -1}):
+        r = requests.put(f"{base_url}/emulator/v1/connections/network", json=body)
+        assert r.status_code == 400 and r.json()["error"]["status"] == "INVALID_ARGUMENT", (body, r.text)
+    assert requests.get(f"{base_url}/emulator/v1/connections/none").status_code == 404
+
+
+class ListenStreamWithMetadata(ListenStream):
+    def __init__(self, channel, first, metadata):
+        self.requests = queue.Queue()
+        self.requests.put(first)
+        self.responses = queue.Queue()
+        call = channel.stream_stream(SERVICE + "Listen", request_serializer=fs.ListenRequest.serialize,
+                                     response_deserializer=fs.ListenResponse.deserialize)
+        self.call = call(iter(self.requests.get, None), metadata=metadata)
+        self.thread = threading.Thread(target=self._read, daemon=True)
+        self.thread.start()
+
+
+def unary_with(channel, project, method, request_type, response_type, request):
+    call = channel.unary_unary(SERVICE + method, request_serializer=request_type.serialize,
+                               response_deserializer=response_type.deserialize)
+    return call(request, metadata=[("authorization", "Bearer owner"), ("google-cloud-resource-prefix", db_name(project))], timeout=10)

@@ -78,7 +78,7 @@ public final class DocumentDatabase: Sendable {
 
     /// Runs the aggregations over a query's result.
     public func runAggregation(_ query: Query, aggregations: [Aggregation], consistency: ReadConsistency = .latest) throws(FiregateError) -> ReadResult<[(String, Value)]> {
-        let result = try runQuery(query, consistency: consistency)
+        let result = try runQuery(Aggregation.effectiveQuery(query, for: aggregations), consistency: consistency)
         return try result.map { value in aggregations.map { ($0.alias, $0.compute(over: value.documents, database: id)) } }
     }
 
@@ -104,14 +104,23 @@ public final class DocumentDatabase: Sendable {
         }
     }
 
-    /// Ids of the collections directly under `parent` that hold any document below them.
-    public func listCollectionIDs(parent: ResourcePath) -> [String] {
-        state.withLock { state in
-            var ids = Set<String>()
-            for path in state.allPaths where path.count > parent.count && parent.isPrefix(of: path) {
-                ids.insert(path.segments[parent.count])
+    /// Ids of the collections directly under `parent` that hold any document below them, now
+    /// or at the consistency's read time.
+    public func listCollectionIDs(parent: ResourcePath, consistency: ReadConsistency = .latest) throws(FiregateError) -> [String] {
+        try state.withLock { state throws(FiregateError) in
+            let snapshot = try resolve(consistency, in: &state)
+            var paths = Set(state.allPaths.filter { $0.count > parent.count && parent.isPrefix(of: $0) })
+            if let time = snapshot.time {
+                // Documents deleted since then existed then; those created since did not.
+                for commit in state.history.reversed() {
+                    if commit.commitTime <= time { break }
+                    for change in commit.changes where change.path.count > parent.count && parent.isPrefix(of: change.path) {
+                        paths.insert(change.path)
+                    }
+                }
+                paths = paths.filter { state.document($0, at: time) != nil }
             }
-            return ids.sorted { Value.compareUTF8($0, $1) < 0 }
+            return Set(paths.map { $0.segments[parent.count] }).sorted { Value.compareUTF8($0, $1) < 0 }
         }
     }
 

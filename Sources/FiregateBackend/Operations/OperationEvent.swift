@@ -25,6 +25,8 @@ public struct OperationEvent: Sendable {
         case clock(frozen: Bool)
         case garbageCollected(client: String, documentsRemoved: Int, targetsRemoved: Int)
         case onDisconnect(client: String, path: String, op: String)
+        /// A real SDK connection (DESIGN §1.6) opened, or closed with `reason`.
+        case connection(id: String, protocol: String, opened: Bool, reason: String?)
     }
 
     /// Paths listed per commit event; the count says how many there were.
@@ -43,6 +45,7 @@ public struct OperationEvent: Sendable {
         case .clock: "clock"
         case .garbageCollected: "gc"
         case .onDisconnect: "onDisconnect"
+        case .connection(_, _, let opened, _): opened ? "connectionOpened" : "connectionClosed"
         }
     }
 
@@ -78,6 +81,9 @@ public struct OperationEvent: Sendable {
                         ("targetsRemoved", .int(Int64(targetsRemoved)))]
         case let .onDisconnect(client, path, op):
             members += [("client", .string(client)), ("path", .string(path)), ("op", .string(op))]
+        case let .connection(id, proto, _, reason):
+            members += [("connection", .string(id)), ("protocol", .string(proto))]
+            if let reason { members.append(("reason", .string(reason))) }
         }
         return .object(OrderedDictionary(members, uniquingKeysWith: { _, last in last }))
     }

@@ -79,7 +79,7 @@ enum DocumentCalls {
 
     /// ListCollectionIds, paged by the last id of the previous page.
     static func listCollectionIDs(_ database: DocumentDatabase, _ parent: ResourcePath, _ body: JSON) throws(FiregateError) -> JSON {
-        var ids = database.listCollectionIDs(parent: parent)
+        var ids = try database.listCollectionIDs(parent: parent, consistency: try body.consistency())
         if let token = body.member("pageToken")?.stringValue, !token.isEmpty {
             let after = try PageToken.collection(token)
             ids = ids.filter { Value.compareUTF8($0, after) > 0 }

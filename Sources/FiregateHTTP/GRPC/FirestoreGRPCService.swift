@@ -14,6 +14,7 @@ import SwiftProtobuf
 struct FirestoreGRPCService: Sendable {
     let backend: Backend
     let listenOptions: ListenOptions
+    let connections: GRPCConnections
     let logger: Logger
 
     static let pathPrefix = "/google.firestore.v1.Firestore/"
@@ -23,22 +24,49 @@ struct FirestoreGRPCService: Sendable {
         request.method == .post && (request.headers[.contentType]?.hasPrefix("application/grpc") ?? false)
     }
 
-    /// Serves one call: the head at once, then the method's messages, then the status.
+    /// Serves one call: the head at once, then the method's messages, then the status. A call
+    /// is admitted through the connections registry first (a network switch may hold it offline).
     func respond(to request: Request, writer: consuming ResponseWriter, channel: any Channel) async throws {
         let head = HTTPResponse(status: .ok, headerFields: [.contentType: "application/grpc"])
         var responses = GRPCMessageWriter(try await writer.writeHead(head))
         var requests = GRPCMessageReader(request.body)
-        let status: FiregateError?
+        var status: FiregateError?
+        var ticket: GRPCCallTicket?
         if request.headers[HTTPField.Name("grpc-encoding")!].map({ $0 != "identity" }) ?? false {
             status = .unimplemented("Request compression is not supported; send messages uncompressed (grpc-encoding: identity).")
-        } else {
-            status = await serve(path: request.uri.path, requests: &requests, responses: &responses, channel: channel)
+        } else if let scope = GRPCConnections.scope(of: request.headers) {
+            let identity = CallIdentity(authorization: request.headers[.authorization])
+            ticket = await admit(scope, request.headers, identity, channel)
+            if ticket == nil { status = .unavailable("The network is offline for \(scope.name) (a Firegate network switch).") }
         }
-        try await responses.finish(status)
+        let readers = GRPCRequestReaders()
+        if status == nil {
+            requests.ticket = ticket
+            responses.ticket = ticket
+            status = await serve(path: request.uri.path, requests: &requests, responses: &responses, ticket: ticket, channel: channel,
+                                 readers: readers)
+        }
+        ticket?.end()
+        var unsent: (any Error)?
+        do { try await responses.finish(ticket?.terminated ?? status) } catch { unsent = error }
+        await readers.waitForAll()
+        if let unsent { throw unsent }
+    }
+
+    /// A call the switch refuses waits up to a second for the network to come back before it
+    /// fails UNAVAILABLE, like a connection attempt timing out: clients that retry at once
+    /// (the Python client's Listen) do not spin.
+    func admit(_ scope: DatabaseID, _ headers: HTTPFields, _ identity: CallIdentity, _ channel: any Channel) async -> GRPCCallTicket? {
+        let connection = connections.connection(of: channel)
+        let deadline = ContinuousClock.now + .seconds(1)
+        while true {
+            if let ticket = connection.begin(scope, headers: headers, identity: identity) { return ticket }
+            guard ContinuousClock.now < deadline, (try? await Task.sleep(for: .milliseconds(50))) != nil else { return nil }
+        }
     }
 
     func serve<Body: ResponseBodyWriter>(path: String, requests: inout GRPCMessageReader, responses: inout GRPCMessageWriter<Body>,
-                                         channel: any Channel) async -> FiregateError? {
+                                         ticket: GRPCCallTicket?, channel: any Channel, readers: GRPCRequestReaders) async -> FiregateError? {
         guard path.hasPrefix(FirestoreGRPCService.pathPrefix) else {
             return .unimplemented("Method not found: \(path.dropFirst())")
         }
@@ -60,9 +88,10 @@ struct FirestoreGRPCService: Sendable {
             case "ListCollectionIds": try await unary(&requests, &responses, listCollectionIDs)
             case "BatchWrite": try await unary(&requests, &responses, batchWrite)
             case "Listen":
-                return await FirestoreListenCall(backend: backend, options: listenOptions).run(requests: requests, responses: &responses, channel: channel)
+                return await FirestoreListenCall(backend: backend, options: listenOptions, ticket: ticket)
+                    .run(requests: requests, responses: &responses, channel: channel, readers: readers)
             case "Write":
-                try await FirestoreWriteCall(backend: backend).run(requests: &requests, responses: &responses)
+                return await FirestoreWriteCall(backend: backend, ticket: ticket).run(requests: requests, responses: &responses, channel: channel, readers: readers)
             case "ExecutePipeline":
                 throw FiregateError.unimplemented("ExecutePipeline is not supported by Firegate (pipelines are an Enterprise edition feature).")
             default:

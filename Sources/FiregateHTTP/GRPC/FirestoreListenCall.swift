@@ -12,8 +12,10 @@ import Synchronization
 struct FirestoreListenCall {
     let backend: Backend
     let options: ListenOptions
+    let ticket: GRPCCallTicket?
 
-    func run<Body>(requests: GRPCMessageReader, responses: inout GRPCMessageWriter<Body>, channel: any Channel) async -> FiregateError? {
+    func run<Body>(requests: GRPCMessageReader, responses: inout GRPCMessageWriter<Body>, channel: any Channel,
+                   readers: GRPCRequestReaders) async -> FiregateError? {
         var reader = requests
         let database: DocumentDatabase
         let first: Google_Firestore_V1_ListenRequest
@@ -26,7 +28,7 @@ struct FirestoreListenCall {
         }
         let subscription = database.feed.subscribe(bufferLimit: options.bufferLimit)
         let inbox = ListenInbox(subscription: subscription)
-        let pump = Task { [reader = RequestReaderHandOff(reader)] in
+        readers.start { [reader = RequestReaderHandOff(reader)] in
             var reader = reader.reader
             do {
                 while let request = try await reader.next(Google_Firestore_V1_ListenRequest.self) { inbox.push(request) }
@@ -36,19 +38,19 @@ struct FirestoreListenCall {
             }
         }
         channel.closeFuture.whenComplete { _ in inbox.end(.cancelled("The client cancelled the stream.")) }
-        defer {
-            pump.cancel()
-            subscription.cancel()
-        }
+        ticket?.onTerminate { error in subscription.deliver(.closed(error)) }
+        defer { subscription.cancel() }
         var targets = ListenTargets(database: database, startingAfter: subscription.startsAfter)
         return await withGracefulShutdownHandler {
             do {
                 for response in try targets.handle(first) { try await responses.send(response) }
+                ticket?.setListens(targets.count)
                 while true {
                     let (pending, ended) = inbox.take()
                     for request in pending {
                         for response in try targets.handle(request) { try await responses.send(response) }
                     }
+                    ticket?.setListens(targets.count)
                     if let ended { return ended }
                     guard let event = await subscription.next() else { return FiregateError.cancelled("The stream was cancelled.") }
                     let out: [ListenResponse]
@@ -67,12 +69,6 @@ struct FirestoreListenCall {
             subscription.deliver(.closed(.unavailable("The server is shutting down.")))
         }
     }
-}
-
-/// Moves the request reader into the task that reads the requests; nothing else uses it after.
-private struct RequestReaderHandOff: @unchecked Sendable {
-    let reader: GRPCMessageReader
-    init(_ reader: GRPCMessageReader) { self.reader = reader }
 }
 
 /// Requests read from a Listen stream, waiting for the task that answers them.

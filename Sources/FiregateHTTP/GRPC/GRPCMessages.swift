@@ -28,6 +28,8 @@ enum GRPCFraming {
 struct GRPCMessageReader {
     private var body: RequestBody.AsyncIterator
     private var buffer = ByteBuffer()
+    /// Paces each message by the network switch's latency.
+    var ticket: GRPCCallTicket?
 
     init(_ body: RequestBody) {
         self.body = body.makeAsyncIterator()
@@ -51,6 +53,7 @@ struct GRPCMessageReader {
                     buffer.moveReaderIndex(forwardBy: 5)
                     let message = buffer.readSlice(length: Int(length))!
                     if buffer.readableBytes == 0 { buffer.clear() }
+                    await ticket?.pace()
                     return message
                 }
             }
@@ -79,13 +82,17 @@ struct GRPCMessageReader {
 /// already sent, so every outcome, errors included, ends with trailers — reference §7).
 struct GRPCMessageWriter<Body: ResponseBodyWriter> {
     private var body: Body
+    /// Paces each message by the network switch's latency.
+    var ticket: GRPCCallTicket?
 
     init(_ body: Body) {
         self.body = body
     }
 
     mutating func send(_ message: some SwiftProtobuf.Message) async throws {
-        try await body.write(try GRPCFraming.frame(message))
+        let frame = try GRPCFraming.frame(message)
+        await ticket?.pace()
+        try await body.write(frame)
     }
 
     /// Ends the call with `status` (nil is OK) in the trailers.

@@ -3,6 +3,7 @@ import HummingbirdHTTP2
 import Logging
 import NIOCore
 import NIOHTTP2
+import ServiceLifecycle
 
 /// One port for HTTP/1.1 and gRPC (DESIGN §1): a connection that opens with the HTTP/2 client
 /// preface is served as HTTP/2 (h2c with prior knowledge, or `h2` after TLS's ALPN, since TLS
@@ -40,7 +41,19 @@ struct ProtocolSniffingChannel: ServerChildChannel {
     }
 
     func handle(value: Value, logger: Logger) async {
-        guard case .pending(let future, _) = value, let chosen = try? await future.get() else { return }
+        guard case .pending(let future, let channel) = value else { return }
+        // A connection that has sent nothing yet must not hold up a graceful shutdown (or a
+        // cancelled task): it is closed, which decides it.
+        let decided = await withGracefulShutdownHandler {
+            await withTaskCancellationHandler {
+                try? await future.get()
+            } onCancel: {
+                channel.close(promise: nil)
+            }
+        } onGracefulShutdown: {
+            channel.close(promise: nil)
+        }
+        guard let chosen = decided else { return }
         switch chosen {
         case .http1(let value): await http1.handle(value: value, logger: logger)
         case .http2(let value): await http2.handle(value: value, logger: logger)

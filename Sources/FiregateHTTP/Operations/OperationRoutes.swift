@@ -9,6 +9,7 @@ struct OperationRoutes: Sendable {
     let backend: Backend
     let clients: EdgeClients
     let ticker: KeepAliveTicker
+    let connections: ConnectionRegistry
 
     func respond(to request: Request, context: BasicRequestContext) async -> Response {
         let path = request.uri.path
@@ -29,6 +30,9 @@ struct OperationRoutes: Sendable {
         if segments.count == 7, segments[2] == "projects", segments[4] == "databases", segments[6] == "documents" {
             guard request.method == .delete else { throw .notFound("No route for \(request.method) \(path): only DELETE is served here.") }
             return try await resetDatabase(DatabaseID(project: segments[3], database: segments[5]))
+        }
+        if segments[2] == "connections" {
+            return try await ConnectionRoutes(registry: connections).respond(request, rest: segments.dropFirst(3))
         }
         guard segments.count == 3 else { throw OperationRoutes.noRoute(request) }
         switch (request.method, segments[2]) {

@@ -16,20 +16,31 @@ public indirect enum Value: Sendable, Equatable {
     case map([String: Value])
     case serverTimestamp(localWriteTime: Timestamp, previous: Value?)
 
-    /// Position in Firestore's cross-type order (JS SDK type_order.ts).
+    /// Position in Firestore's cross-type order (JS SDK type_order.ts, with the BSON types of
+    /// Enterprise databases: MinKey right after null, MaxKey after everything).
     public var typeOrder: Int {
         switch self {
         case .null: 0
-        case .boolean: 1
-        case .integer, .double: 2
-        case .timestamp: 3
-        case .serverTimestamp: 4
-        case .string: 5
-        case .bytes: 6
-        case .reference: 7
-        case .geoPoint: 8
-        case .array: 9
-        case .map(let fields): Value.isVector(fields) ? 10 : 11
+        case .boolean: 2
+        case .integer, .double: 3
+        case .timestamp: 4
+        case .serverTimestamp: 6
+        case .string: 7
+        case .bytes: 8
+        case .reference: 10
+        case .geoPoint: 12
+        case .array: 14
+        case .map(let fields):
+            switch BSONKind(fields) {
+            case .minKey?: 1
+            case .int32?, .decimal128?: 3
+            case .timestamp?: 5
+            case .binary?: 9
+            case .objectID?: 11
+            case .regex?: 13
+            case .maxKey?: 17
+            case nil: Value.isVector(fields) ? 15 : 16
+            }
         }
     }
 

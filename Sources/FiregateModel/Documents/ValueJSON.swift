@@ -81,7 +81,9 @@ extension Value {
             self = .array(values)
         case "mapValue", "map_value":
             guard case .object = body else { throw .invalidArgument("Invalid value for mapValue.") }
-            self = .map(try Value.parseFields(body.member("fields"), depth: depth + 1))
+            let fields = try Value.parseFields(body.member("fields"), depth: depth + 1)
+            // BSON values are kept in their normal spelling (validation is the write's).
+            self = .map(((try? BSONKind.normalizedForWrite(fields)) ?? nil) ?? fields)
         default:
             throw .invalidArgument("Invalid value: unknown value type \"\(key)\".")
         }

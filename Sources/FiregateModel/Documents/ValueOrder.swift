@@ -6,7 +6,7 @@ extension Value {
         switch (a, b) {
         case (.null, .null): return 0
         case (.boolean(let x), .boolean(let y)): return x == y ? 0 : (x ? 1 : -1)
-        case (.integer, _), (.double, _): return compareNumbers(a, b)
+        case (.integer, _), (.double, _), (.map, .integer), (.map, .double): return compareNumbers(a.bsonNumber ?? a, b.bsonNumber ?? b)
         case (.timestamp(let x), .timestamp(let y)): return x == y ? 0 : (x < y ? -1 : 1)
         case (.serverTimestamp(let x, _), .serverTimestamp(let y, _)): return x == y ? 0 : (x < y ? -1 : 1)
         case (.string(let x), .string(let y)): return compareUTF8(x, y)
@@ -18,9 +18,27 @@ extension Value {
         case (.array(let x), .array(let y)): return compareArrays(x, y)
         case (.map(let x), .map(let y)):
             if Value.isVector(x) { return compareVectors(x, y) }
-            return compareMaps(x, y)
+            switch BSONKind(x) {
+            case .int32?, .decimal128?: return compareNumbers(a.bsonNumber ?? a, b.bsonNumber ?? b)
+            case .minKey?, .maxKey?: return 0
+            case .timestamp?, .regex?:
+                // Their inner maps order as {increment, seconds} / {options, pattern}: seconds and
+                // pattern come first.
+                guard case .map(let ix)? = x.first?.value, case .map(let iy)? = y.first?.value else { return 0 }
+                let (major, minor) = BSONKind(x) == .timestamp ? ("seconds", "increment") : ("pattern", "options")
+                let c = compare(ix[major] ?? .null, iy[major] ?? .null)
+                return c != 0 ? c : compare(ix[minor] ?? .null, iy[minor] ?? .null)
+            case .objectID?, .binary?: return compare(x.first!.value, y.first!.value)
+            case nil: return compareMaps(x, y)
+            }
         default: return 0
         }
+    }
+
+    /// An Int32 or Decimal128 as the number it sorts as.
+    var bsonNumber: Value? {
+        guard case .map(let fields) = self, let kind = BSONKind(fields), kind == .int32 || kind == .decimal128 else { return nil }
+        return BSONKind.number(fields)
     }
 
     /// Equality as queries and array transforms use it.

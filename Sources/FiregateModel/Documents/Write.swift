@@ -76,7 +76,7 @@ extension Write {
         database: DatabaseID,
         serverTime: (Value?) -> Value
     ) throws(FiregateError) -> WriteOutcome {
-        try checkPrecondition(existing, database: database)
+        try checkPrecondition(existing, database: database, commitTime: commitTime)
         var fields: [String: Value]
         switch operation {
         case .delete:
@@ -109,8 +109,13 @@ extension Write {
         return WriteOutcome(document: document, transformResults: results, changed: true)
     }
 
-    func checkPrecondition(_ existing: Document?, database: DatabaseID) throws(FiregateError) {
+    func checkPrecondition(_ existing: Document?, database: DatabaseID, commitTime: Timestamp) throws(FiregateError) {
         let name = database.resourceName(path)
+        // No version can have been written after the commit: a base version from the future is
+        // a bad request, not a mismatch (production answers INVALID_ARGUMENT).
+        if let required = precondition.updateTime, commitTime < required {
+            throw .invalidArgument("The precondition's update time \(required.rfc3339) is in the future.")
+        }
         if let exists = precondition.exists {
             if exists, existing == nil {
                 throw .notFound(operation == .delete ? "No document to delete: \(name)" : "No document to update: \(name)")

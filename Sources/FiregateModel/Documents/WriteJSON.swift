@@ -67,6 +67,13 @@ extension Write {
     /// Also refuses arrays directly inside arrays, which documents cannot store (filter values may
     /// hold them: `in [["a"], ["b"]]`).
     public static func validateFieldNames(_ fields: [String: Value]) throws(FiregateError) {
+        // A vector (`{"__type__": "__vector__", "value": [doubles]}`) and the BSON types are
+        // the maps allowed reserved names.
+        if Value.isVector(fields), fields.count == 2, case .array(let items)? = fields["value"] {
+            guard items.allSatisfy(\.isNumber) else { throw .invalidArgument("A vector's values must be numbers.") }
+            return
+        }
+        if try BSONKind.normalizedForWrite(fields) != nil { return }
         for (name, value) in fields {
             if name.isEmpty { throw .invalidArgument("Field names must not be empty.") }
             if FieldPath.isReserved(name) {

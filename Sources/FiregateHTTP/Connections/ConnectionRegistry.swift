@@ -1,0 +1,96 @@
+import FiregateBackend
+import FiregateModel
+import OrderedCollections
+import Synchronization
+
+/// Every real SDK connection and the network switches that apply to them (DESIGN §1.6): the
+/// one owner of that state. Surfaces open an entry when a connection (or, over HTTP/2, a
+/// project/database on it) appears — refused while a switch holds it offline — and close it
+/// when it ends; a switch or a drop ends the entry through the `drop` hook its surface gave.
+final class ConnectionRegistry: Sendable {
+    private struct Entry {
+        var info: ConnectionInfo
+        let drop: @Sendable (FiregateError) -> Void
+    }
+
+    private struct State {
+        var entries: OrderedDictionary<String, Entry> = [:]
+        var switches: [NetworkSwitch] = []
+        var nextID = 1
+    }
+
+    private let state = Mutex(State())
+    let backend: Backend
+
+    init(backend: Backend) {
+        self.backend = backend
+    }
+
+    /// Registers a connection; nil when an offline switch matches it (the caller refuses it).
+    func open(_ info: ConnectionInfo, drop: @escaping @Sendable (FiregateError) -> Void) -> String? {
+        let opened = state.withLock { state -> ConnectionInfo? in
+            var info = info
+            info.id = "c\(state.nextID)"
+            guard !state.switches.contains(where: { !$0.online && $0.match.matches(info) }) else { return nil }
+            state.nextID += 1
+            info.openedAt = backend.clock.now()
+            state.entries[info.id] = Entry(info: info, drop: drop)
+            return info
+        }
+        guard let opened else { return nil }
+        backend.operations.record(.connection(id: opened.id, protocol: opened.protocol, opened: true, reason: nil))
+        return opened.id
+    }
+
+    /// Whether a connection like `info` would be refused now.
+    func isRefused(_ info: ConnectionInfo) -> Bool {
+        state.withLock { state in state.switches.contains { !$0.online && $0.match.matches(info) } }
+    }
+
+    func close(_ id: String, reason: String) {
+        guard let entry = state.withLock({ $0.entries.removeValue(forKey: id) }) else { return }
+        backend.operations.record(.connection(id: id, protocol: entry.info.protocol, opened: false, reason: reason))
+    }
+
+    func updateListens(_ id: String, by delta: Int) {
+        state.withLock { state in state.entries[id]?.info.listens += delta }
+    }
+
+    /// The delay every frame of this connection takes (the largest of the matching switches).
+    func latency(_ id: String) -> Duration {
+        let ms = state.withLock { state -> Int in
+            guard let info = state.entries[id]?.info else { return 0 }
+            return state.switches.filter { $0.match.matches(info) }.map(\.latencyMs).max() ?? 0
+        }
+        return .milliseconds(ms)
+    }
+
+    var connections: [ConnectionInfo] { state.withLock { $0.entries.values.map(\.info) } }
+    func connection(_ id: String) -> ConnectionInfo? { state.withLock { $0.entries[id]?.info } }
+    var switches: [NetworkSwitch] { state.withLock { $0.switches } }
+
+    /// Sets (or, when neutral, removes) the switch for its match; drops the connections it takes
+    /// offline and returns their ids.
+    func set(_ networkSwitch: NetworkSwitch) -> [String] {
+        let dropped = state.withLock { state -> [Entry] in
+            state.switches.removeAll { $0.match == networkSwitch.match }
+            if !networkSwitch.isNeutral { state.switches.append(networkSwitch) }
+            guard !networkSwitch.online else { return [] }
+            return state.entries.values.filter { networkSwitch.match.matches($0.info) }
+        }
+        for entry in dropped { entry.drop(.unavailable("The connection was taken offline by a Firegate network switch.")) }
+        return dropped.map(\.info.id)
+    }
+
+    /// Drops one connection once; false when there is none with that id.
+    func drop(_ id: String) -> Bool {
+        guard let entry = state.withLock({ $0.entries[id] }) else { return false }
+        entry.drop(.unavailable("The connection was dropped by the test (Firegate connections :drop)."))
+        return true
+    }
+
+    /// Open connections by protocol, for `/metrics`.
+    var countsByProtocol: [String: Int] {
+        state.withLock { state in state.entries.values.reduce(into: [:]) { $0[$1.info.protocol, default: 0] += 1 } }
+    }
+}
