@@ -302,7 +302,7 @@
   // ---------------------------------------------------------------------------------------
   // Tabs (arrow keys move between them; the hash remembers the one shown)
 
-  const TABS = ['clients', 'documents', 'tree', 'events'];
+  const TABS = ['clients', 'connections', 'documents', 'tree', 'events'];
   const wideQuery = window.matchMedia('(min-width: 1200px)');
   let currentTab = 'clients';
   const tabShownListeners = [];
@@ -700,6 +700,85 @@
     $('clients-refresh').addEventListener('click', refresh);
 
     return { refresh, onEvent, ids: () => [...states.keys()] };
+  })();
+
+  // ---------------------------------------------------------------------------------------
+  // Connections: the real SDKs connected to this port, dropped or switched off by match
+
+  const connections = (() => {
+    const refresh = coalesce(load, 150);
+
+    async function load() {
+      let data;
+      let switches;
+      try {
+        [data, switches] = await Promise.all([api('/emulator/v1/connections'), api('/emulator/v1/connections/network')]);
+      } catch (err) {
+        showError($('connections-error'), 'Connections: ' + err.message);
+        return;
+      }
+      showError($('connections-error'), '');
+      render(Array.isArray(data && data.connections) ? data.connections : [],
+        Array.isArray(switches && switches.switches) ? switches.switches : []);
+    }
+
+    function render(list, switches) {
+      setText($('connections-count'), list.length ? String(list.length) : '');
+      $('connections-table').hidden = list.length === 0;
+      $('connections-empty').hidden = list.length !== 0;
+      fill($('connections-body'), list.map((c) => h('tr', { 'data-testid': 'connection-' + c.id },
+        h('td', { class: 'mono', text: c.id }),
+        h('td', { text: c.protocol }),
+        h('td', { class: 'mono small', text: [c.project, c.database || c.namespace].filter(Boolean).join(' / ') }),
+        h('td', { class: 'small', text: [c.appId, c.auth && c.auth.uid].filter(Boolean).join(' · ') || '—' }),
+        h('td', { class: 'num', text: String(c.listens) }),
+        h('td', null, h('button', {
+          type: 'button', class: 'ghost small', 'data-testid': 'connection-drop-' + c.id, text: 'Drop',
+          title: 'Drop this connection once; the SDK reconnects at once', onclick: () => drop(c.id),
+        })))));
+      fill($('switches-list'), switches.map((sw) => {
+        const match = Object.entries(sw.match).map(([k, v]) => `${k}=${v}`).join(', ');
+        return h('li', { 'data-testid': 'switch-' + match },
+          h('span', { class: 'mono small', text: match }), ' ',
+          h('span', { class: sw.online ? 'badge' : 'badge warn', text: sw.online ? 'online' : 'offline' }),
+          sw.latencyMs ? h('span', { class: 'muted small', text: ` +${sw.latencyMs} ms` }) : null, ' ',
+          h('button', { type: 'button', class: 'ghost small', text: 'Clear', onclick: () => setSwitch(sw.match, true, 0) }));
+      }));
+    }
+
+    async function drop(id) {
+      try {
+        await api(`/emulator/v1/connections/${encodeURIComponent(id)}:drop`, { method: 'POST' });
+      } catch (err) {
+        showError($('connections-error'), 'Drop: ' + err.message);
+      }
+      refresh();
+    }
+
+    async function setSwitch(match, online, latencyMs) {
+      try {
+        await api('/emulator/v1/connections/network', { method: 'PUT', body: { match, online, latencyMs } });
+      } catch (err) {
+        showError($('connections-error'), 'Network: ' + err.message);
+      }
+      refresh();
+    }
+
+    $('switch-form').addEventListener('submit', (e) => {
+      e.preventDefault();
+      const value = $('switch-value').value.trim();
+      if (!value) return;
+      const online = e.submitter ? e.submitter.value === 'true' : true;
+      setSwitch({ [$('switch-key').value]: value }, online, Number($('switch-latency').value) || 0);
+    });
+    $('connections-refresh').addEventListener('click', refresh);
+    setInterval(() => { if (isShown('connections')) refresh(); }, 5000);
+
+    function onEvent(ev) {
+      if (ev.kind === 'connectionOpened' || ev.kind === 'connectionClosed' || ev.kind === 'reset') refresh();
+    }
+
+    return { refresh, onEvent };
   })();
 
   // Client ids offered by the event log's client filter.
@@ -1722,6 +1801,10 @@
           return ['client ', c(ev.client), ` · GC removed ${plural(ev.documentsRemoved ?? 0, 'document')}, ${plural(ev.targetsRemoved ?? 0, 'target')}`];
         case 'onDisconnect':
           return ['client ', c(ev.client), ' · onDisconnect ', h('strong', { text: ev.op }), ' ', h('span', { class: 'mono', text: ev.path })];
+        case 'connectionOpened':
+        case 'connectionClosed':
+          return [`${ev.protocol} connection `, c(ev.connection), ' ', h('strong', { text: ev.kind === 'connectionOpened' ? 'opened' : 'closed' }),
+            ev.reason ? ` — ${ev.reason}` : ''];
         default: {
           const rest = { ...ev };
           delete rest.seq; delete rest.time; delete rest.kind;
@@ -1830,6 +1913,7 @@
       }
       add(ev);
       clients.onEvent(ev);
+      connections.onEvent(ev);
       documents.onEvent(ev);
       tree.onEvent(ev);
       if (ev.kind === 'clock') syncClock();
@@ -1903,6 +1987,7 @@
     checkHealth();
     syncClock();
     clients.refresh();
+    connections.refresh();
     documents.load();
     tree.load();
   }
@@ -1921,6 +2006,7 @@
   syncClock().finally(() => {
     eventLog.open();
     clients.refresh();
+    connections.refresh();
     documents.load();
     tree.load();
   });

@@ -61,6 +61,7 @@ extension EdgeClient {
 
     func removeListener(_ listenerID: Int) {
         guard let entry = listeners.removeValue(forKey: listenerID) else { return }
+        noteStreamClosed()
         updateWatchInterest()
         heldTargets.remove(listenerID)
         // Another tab's query stays on watch while the primary cannot release it.

@@ -80,6 +80,12 @@ extension EdgeClient {
         startHeartbeatIfNeeded()
     }
 
+    /// A stream of the client's ended: an open stream is activity until it closes, so the
+    /// heartbeat's silence counts from now (DESIGN §1.3, `heartbeatTimeoutMs`).
+    public func noteStreamClosed() {
+        heartbeat.lastActivityMicros = max(heartbeat.lastActivityMicros, backend.clock.nowMicros())
+    }
+
     private func startHeartbeatIfNeeded() {
         guard heartbeat.task == nil, !heartbeat.dropped, let timeout = settings.heartbeatTimeoutMs, timeout > 0 else { return }
         let clock = backend.clock

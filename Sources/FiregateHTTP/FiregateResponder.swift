@@ -118,7 +118,7 @@ public struct FiregateResponder: HTTPResponder {
     /// GET /metrics: Prometheus text exposition.
     func scrape(_ request: Request) async -> Response {
         guard request.method == .get else { return ErrorResponse.firestore(OperationRoutes.noRoute(request)) }
-        let text = await metrics.scrape(backend: operations.backend, clients: clients.clients)
+        let text = await metrics.scrape(backend: operations.backend, clients: clients.clients, connections: operations.connections)
         return Response(status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
                         body: .init(byteBuffer: .init(bytes: text)))
     }

@@ -314,3 +314,47 @@ def test_dashboard_asks_for_the_admin_token(browser):
     finally:
         context.close()
         stop_server(proc)
+
+
+def test_dashboard_lists_real_sdk_connections_and_switches_them(dashboard_url, page, project):
+    """A real gRPC client appears under Connections; the panel's switch takes its project
+    offline (the client's calls then fail UNAVAILABLE), lists the switch, and clears it."""
+    import grpc
+    from google.cloud.firestore_v1.types import document as doc_types
+    from google.cloud.firestore_v1.types import firestore as fs
+
+    name = f"projects/{project}/databases/{DB}/documents/c/d"
+    meta = [("authorization", "Bearer owner"), ("google-cloud-resource-prefix", f"projects/{project}/databases/{DB}"),
+            ("x-firebase-gmpid", "1:dash:web")]
+    channel = grpc.insecure_channel(dashboard_url.split("://", 1)[1])
+    get = channel.unary_unary("/google.firestore.v1.Firestore/GetDocument", request_serializer=fs.GetDocumentRequest.serialize,
+                              response_deserializer=doc_types.Document.deserialize)
+
+    def status():
+        try:
+            get(fs.GetDocumentRequest(name=name), metadata=meta, timeout=10)
+            return grpc.StatusCode.OK
+        except grpc.RpcError as error:
+            return error.code()
+
+    try:
+        assert status() == grpc.StatusCode.NOT_FOUND
+        page.goto(dashboard_url + "/#connections")
+        row = page.locator("[data-testid^=connection-c]").filter(has_text=project)
+        expect(row).to_have_count(1)
+        expect(row).to_contain_text("firestore-grpc")
+        expect(row).to_contain_text("1:dash:web")
+
+        page.get_by_test_id("switch-key").select_option("project")
+        page.get_by_test_id("switch-value").fill(project)
+        page.get_by_test_id("switch-offline").click()
+        expect(page.get_by_test_id(f"switch-project={project}")).to_contain_text("offline")
+        assert status() == grpc.StatusCode.UNAVAILABLE
+
+        page.get_by_test_id(f"switch-project={project}").get_by_role("button", name="Clear").click()
+        expect(page.get_by_test_id(f"switch-project={project}")).to_have_count(0)
+        assert status() == grpc.StatusCode.NOT_FOUND
+        _screenshot(page, "dashboard-connections.png")
+        assert page.errors == []
+    finally:
+        channel.close()

@@ -195,13 +195,13 @@ def test_named_databases_are_isolated_and_need_no_setup(channel, project):
 class ListenStream:
     """A raw Listen call: requests go in through a queue, responses come out through another."""
 
-    def __init__(self, channel, first):
+    def __init__(self, channel, first, metadata=(("authorization", "Bearer owner"),)):
         self.requests = queue.Queue()
         self.requests.put(first)
         self.responses = queue.Queue()
         call = channel.stream_stream(SERVICE + "Listen", request_serializer=fs.ListenRequest.serialize,
                                      response_deserializer=fs.ListenResponse.deserialize)
-        self.call = call(iter(self.requests.get, None), metadata=[("authorization", "Bearer owner")])
+        self.call = call(iter(self.requests.get, None), metadata=list(metadata))
         self.thread = threading.Thread(target=self._read, daemon=True)
         self.thread.start()
 
@@ -477,13 +477,16 @@ def test_each_project_on_a_connection_is_an_entry_a_switch_takes_offline(base_ur
     other = project + "-other"
     meta = [("authorization", "Bearer owner"), ("x-firebase-gmpid", "1:app:ios"),
             ("google-cloud-resource-prefix", db_name(project))]
-    stream = ListenStreamWithMetadata(channel, fs.ListenRequest(database=db_name(project), add_target=query_target(project, 1)), meta)
+    stream = ListenStream(channel, fs.ListenRequest(database=db_name(project), add_target=query_target(project, 1)), meta)
     try:
         stream.until_global_snapshot()
         entry = wait_for(lambda: [c for c in connections(base_url, project) if c["listens"] == 1])[0]
         assert entry["protocol"] == "firestore-grpc" and entry["database"] == "(default)" and entry["appId"] == "1:app:ios"
         assert entry["online"] is True and entry["openedAt"]
         assert requests.get(f"{base_url}/emulator/v1/connections/{entry['id']}").json()["id"] == entry["id"]
+        metrics = requests.get(f"{base_url}/metrics").text
+        gauge = [line for line in metrics.splitlines() if line.startswith('firegate_connections{protocol="firestore-grpc"}')]
+        assert gauge and float(gauge[0].split()[-1]) >= 1, metrics[-500:]
 
         get_other = lambda: unary_with(channel, other, "GetDocument", fs.GetDocumentRequest, doc_types.Document,
                                        fs.GetDocumentRequest(name=f"{db_name(other)}/documents/a/b"))
@@ -553,18 +556,6 @@ def test_network_switch_bad_input_is_a_clear_400(base_url):
         r = requests.put(f"{base_url}/emulator/v1/connections/network", json=body)
         assert r.status_code == 400 and r.json()["error"]["status"] == "INVALID_ARGUMENT", (body, r.text)
     assert requests.get(f"{base_url}/emulator/v1/connections/none").status_code == 404
-
-
-class ListenStreamWithMetadata(ListenStream):
-    def __init__(self, channel, first, metadata):
-        self.requests = queue.Queue()
-        self.requests.put(first)
-        self.responses = queue.Queue()
-        call = channel.stream_stream(SERVICE + "Listen", request_serializer=fs.ListenRequest.serialize,
-                                     response_deserializer=fs.ListenResponse.deserialize)
-        self.call = call(iter(self.requests.get, None), metadata=metadata)
-        self.thread = threading.Thread(target=self._read, daemon=True)
-        self.thread.start()
 
 
 def unary_with(channel, project, method, request_type, response_type, request):

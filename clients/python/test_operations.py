@@ -851,6 +851,18 @@ def test_tls_round_trip(tmp_path, project):
         with pytest.raises(requests.exceptions.ConnectionError):
             requests.get(base.replace("https://", "http://") + "/healthz", timeout=WAIT)
         assert requests.get(base + "/healthz", verify=str(cert), timeout=WAIT).status_code == 200
+
+        # gRPC under TLS: ALPN h2 on the same port, the same document.
+        import grpc
+        from google.cloud.firestore_v1.types import document as doc_types
+        from google.cloud.firestore_v1.types import firestore as fs_types
+        credentials = grpc.ssl_channel_credentials(root_certificates=cert.read_bytes())
+        with grpc.secure_channel(base.split("://", 1)[1], credentials) as channel:
+            get = channel.unary_unary("/google.firestore.v1.Firestore/GetDocument",
+                                      request_serializer=fs_types.GetDocumentRequest.serialize,
+                                      response_deserializer=doc_types.Document.deserialize)
+            got = get(fs_types.GetDocumentRequest(name=written["name"]), timeout=WAIT)
+            assert got.fields["over"].string_value == "tls"
     finally:
         stop_server(proc)
 

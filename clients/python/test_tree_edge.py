@@ -203,6 +203,33 @@ def test_on_disconnect_runs_when_the_heartbeat_times_out(tmp_path):
         stop_server(proc)
 
 
+def test_the_heartbeat_counts_silence_from_the_moment_the_last_stream_closed(tmp_path):
+    # DESIGN: "no request/stream from it for heartbeatTimeoutMs" — an open stream is activity
+    # until it closes. The server clock is advanced by hand, so every step is exact.
+    proc, base = start_server()
+    try:
+        ns = "hb-stream"
+        c = TreeClient(base, ns, heartbeatTimeoutMs=5000)
+        requests.post(f"{c.url}/onDisconnect", json={"path": "seen", "op": "set", "value": "gone"})
+        advance = lambda ms: requests.post(f"{base}/emulator/v1/clock", json={"advanceMs": ms})
+        with c.stream("anything") as s:
+            c.sync(s)
+            for _ in range(2):
+                advance(5000)  # the stream keeps the connection alive through two timeouts
+                time.sleep(0.2)
+            advance(2500)
+            time.sleep(0.2)
+        time.sleep(0.3)  # the stream closed 12.5 s in: silence counts from here
+        advance(2500)
+        time.sleep(0.5)
+        assert server_value(base, ns, "seen") is None, "ran 2.5 s after the stream closed"
+        assert c.state()["tree"]["connected"] is True
+        advance(2600)
+        wait_for_value(base, ns, "seen", "gone")
+    finally:
+        stop_server(proc)
+
+
 def test_on_disconnect_bad_input_is_a_clear_400(base_url, namespace):
     c = TreeClient(base_url, namespace)
     for body, text in [({"path": "a", "op": "explode"}, "op must be"), ({"path": "a", "op": "set"}, "needs a value"),
@@ -348,13 +375,30 @@ def test_an_expired_token_pauses_writes_until_reauth(base_url, namespace):
 
 
 def test_info_paths_are_per_client_and_read_only(base_url, namespace):
+    # The client's clock runs 1.5 s behind the server's: serverTimeOffset is the handshake's
+    # `ts` − local now = +1500 (reference/rtdb-offline-semantics.md §8).
     c = TreeClient(base_url, namespace, clockOffsetMs=-1500)
-    assert requests.get(c.at(".info/serverTimeOffset")).json() == -1500
+    assert requests.get(c.at(".info/serverTimeOffset")).json() == 1500
     assert requests.get(c.at(".info/connected")).json() is True
     c.post("disableNetwork")
     assert requests.get(c.at(".info/connected")).json() is False
     r = requests.put(c.at(".info/connected"), json=True)
     assert r.status_code == 400 and ".info" in r.json()["error"]
+
+
+def test_an_offline_server_timestamp_is_local_time_plus_the_server_time_offset(base_url, namespace):
+    # The SDK resolves {".sv":"timestamp"} written offline to local now + serverTimeOffset, its
+    # estimate of the server's clock (reference §5): with the client an hour ahead, that is
+    # still the server's time, not an hour in the future.
+    hour = 3_600_000
+    c = TreeClient(base_url, namespace, clockOffsetMs=hour)
+    assert requests.get(c.at(".info/serverTimeOffset")).json() == -hour
+    c.post("disableNetwork")
+    server_before = requests.get(f"{base_url}/emulator/v1/clock").json()["epochMs"]
+    assert requests.put(c.at("stamped"), json={".sv": "timestamp"}).status_code == 200
+    local = requests.get(c.at("stamped")).json()
+    server_after = requests.get(f"{base_url}/emulator/v1/clock").json()["epochMs"]
+    assert server_before - 1000 <= local <= server_after + 1000, (server_before, local, server_after)
 
 
 def test_the_tree_cache_is_pruned_to_its_size_least_recently_used_first(base_url, namespace):

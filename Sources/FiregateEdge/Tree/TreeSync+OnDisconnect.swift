@@ -48,7 +48,7 @@ extension TreeSync {
     func runOnDisconnect() {
         let operations = onDisconnect.takeRegistered()
         guard !operations.isEmpty else { return }
-        let local = LocalTreeValues(cache: cache, writes: writes, nowMillis: nowMillis())
+        let local = LocalTreeValues(cache: cache, writes: writes, nowMillis: serverTimeMillis())
         var touched: [TreePath] = []
         for operation in operations {
             switch operation.kind {

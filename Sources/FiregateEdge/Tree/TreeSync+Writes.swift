@@ -7,7 +7,7 @@ import FiregateModel
 extension TreeSync {
     public func write(_ request: TreeClientWrite) async throws(FiregateError) -> TreeWriteReceipt {
         begin()
-        let local = LocalTreeValues(cache: cache, writes: writes, nowMillis: nowMillis())
+        let local = LocalTreeValues(cache: cache, writes: writes, nowMillis: serverTimeMillis())
         var path: TreePath
         var pushKey: String?
         let change: TreeUserWrite.Change
@@ -19,7 +19,7 @@ extension TreeSync {
             change = .set(try local.decode(json, at: path))
             wire = .set(json)
         case .push(let location, let json):
-            let key = pushIDs.next(nowMillis: nowMillis())
+            let key = pushIDs.next(nowMillis: serverTimeMillis())
             pushKey = key
             path = location.appending(key)
             change = .set(try local.decode(json, at: path))
@@ -36,7 +36,7 @@ extension TreeSync {
         case .transaction(let location, let body):
             path = location
             var transaction = try TreeTransaction(json: body, at: location)
-            transaction.pushKey = pushIDs.next(nowMillis: nowMillis())
+            transaction.pushKey = pushIDs.next(nowMillis: serverTimeMillis())
             guard let next = transaction.apply(to: localValue(at: location)) else {
                 return TreeWriteReceipt(id: nil, path: path, pushKey: nil, value: localValue(at: path), entries: [], committed: false)
             }

@@ -102,7 +102,13 @@ public actor TreeSync {
     deinit { inputs.finish() }
 
     /// The client's clock in milliseconds: the server clock plus the configured offset.
+    /// The client's clock: the server's plus the configured offset.
     func nowMillis() -> Int64 { backend.clock.nowMicros() / 1000 + clockOffsetMs }
+
+    /// The SDK's estimate of the server's clock: its own clock plus `.info/serverTimeOffset`
+    /// (handshake `ts` − local now), which resolves offline server timestamps and makes push ids
+    /// (reference/rtdb-offline-semantics.md §5, §8).
+    func serverTimeMillis() -> Int64 { nowMillis() + info.serverTimeOffsetMs }
 
     /// The cache, queued writes and next write id a persistent client stored. Writes load in
     /// id order and resolve their values again now, as the SDK replays them at start.
@@ -129,14 +135,14 @@ public actor TreeSync {
         self.persistent = persistent
         self.clockOffsetMs = clockOffsetMs
         self.cacheSizeBytes = cacheSizeBytes
-        info.serverTimeOffsetMs = clockOffsetMs
+        info.serverTimeOffsetMs = -clockOffsetMs
     }
 
     /// The first tree call of an app run: the connection opens if the network allows it.
     func begin() {
         guard !started else { return }
         started = true
-        info.serverTimeOffsetMs = clockOffsetMs
+        info.serverTimeOffsetMs = -clockOffsetMs
         connect()
     }
 

@@ -40,7 +40,10 @@ struct ClientTreeRoutes {
         case .options:
             return TreeResponses.preflight()
         case .get:
-            if call.wantsStream { return try await ClientTreeStream.open(tree, key: key, request: request, ticker: ticker) }
+            if call.wantsStream {
+                let client = self.client
+                return try await ClientTreeStream.open(tree, key: key, request: request, ticker: ticker) { await client.noteStreamClosed() }
+            }
             let read = try await tree.read(key)
             var headers = ClientTreeRoutes.readHeaders(fromCache: read.fromCache, pending: read.hasPendingWrites)
             headers[ClientTreeRoutes.completeHeader] = read.complete ? "true" : "false"

@@ -10,7 +10,9 @@ import ServiceLifecycle
 /// `gates:sync`, `cancel` when the listen is revoked. `?events=child_added,value` picks the
 /// types, as `observe(.childAdded)` does.
 enum ClientTreeStream {
-    static func open(_ tree: TreeSync, key: TreeViewKey, request: Request, ticker: KeepAliveTicker) async throws(FiregateError) -> Response {
+    /// `closed` runs when the stream ends, however it ends.
+    static func open(_ tree: TreeSync, key: TreeViewKey, request: Request, ticker: KeepAliveTicker,
+                     closed: @escaping @Sendable () async -> Void) async throws(FiregateError) -> Response {
         let kinds = try kinds(try QueryParameters(request).first("events"))
         let format: TreeFormat = try QueryParameters(request).first("format") == "export" ? .export : .plain
         let events = await tree.listen(key, kinds: kinds)
@@ -23,6 +25,7 @@ enum ClientTreeStream {
                 ticker.unregister(keepAlive)
                 tick.finish()
             }
+            defer { Task { await closed() } }
             await InboundClose.cancelling(request) {
                 do {
                     try await withGracefulShutdownHandler {

@@ -31,7 +31,7 @@ struct FirestoreListenCall {
         readers.start { [reader = RequestReaderHandOff(reader)] in
             var reader = reader.reader
             do {
-                while let request = try await reader.next(Google_Firestore_V1_ListenRequest.self) { inbox.push(request) }
+                while let request = try await reader.next(Google_Firestore_V1_ListenRequest.self) { await inbox.push(request) }
                 inbox.end(nil)
             } catch {
                 inbox.end(ErrorResponse.normalize(error))
@@ -71,13 +71,18 @@ struct FirestoreListenCall {
     }
 }
 
-/// Requests read from a Listen stream, waiting for the task that answers them.
+/// Requests read from a Listen stream, waiting for the task that answers them. Bounded: the
+/// reader waits while `limit` requests are queued, so a client that floods requests without
+/// reading its responses is held back by HTTP/2 flow control, not by memory.
 final class ListenInbox: Sendable {
     private struct State {
         var requests: [Google_Firestore_V1_ListenRequest] = []
         /// Set once the request side ended: nil status for a half-close, else why.
         var ended: FiregateError??
+        var reader: CheckedContinuation<Void, Never>?
     }
+
+    static let limit = 64
 
     private let state = Mutex(State())
     private let subscription: FeedSubscription
@@ -86,25 +91,40 @@ final class ListenInbox: Sendable {
         self.subscription = subscription
     }
 
-    func push(_ request: Google_Firestore_V1_ListenRequest) {
-        state.withLock { $0.requests.append(request) }
+    func push(_ request: Google_Firestore_V1_ListenRequest) async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let resumeNow = state.withLock { state -> Bool in
+                state.requests.append(request)
+                guard state.requests.count >= ListenInbox.limit, state.ended == nil else { return true }
+                state.reader = continuation
+                return false
+            }
+            if resumeNow { continuation.resume() }
+        }
         subscription.deliver(.heartbeat)
     }
 
     func end(_ status: FiregateError?) {
-        let first = state.withLock { state -> Bool in
-            guard state.ended == nil else { return false }
+        let (first, reader) = state.withLock { state -> (Bool, CheckedContinuation<Void, Never>?) in
+            defer { state.reader = nil }
+            guard state.ended == nil else { return (false, state.reader) }
             state.ended = .some(status)
-            return true
+            return (true, state.reader)
         }
+        reader?.resume()
         if first { subscription.deliver(.heartbeat) }
     }
 
     /// The requests waiting, and whether the request side ended (with its status).
     func take() -> (requests: [Google_Firestore_V1_ListenRequest], ended: FiregateError??) {
-        state.withLock { state in
-            defer { state.requests.removeAll() }
-            return (state.requests, state.ended)
+        let (taken, reader) = state.withLock { state in
+            defer {
+                state.requests.removeAll()
+                state.reader = nil
+            }
+            return ((state.requests, state.ended), state.reader)
         }
+        reader?.resume()
+        return taken
     }
 }

@@ -61,7 +61,7 @@ final class ServerMetrics: Sendable {
     func streamClosed(_ surface: Surface) { streams[surface]?.decrement() }
 
     /// The exposition text, after reading the figures kept by clients and the backend.
-    func scrape(backend: Backend, clients: EdgeClients) async -> [UInt8] {
+    func scrape(backend: Backend, clients: EdgeClients, connections: ConnectionRegistry) async -> [UInt8] {
         var online = 0, offline = 0, bytes = 0, documents = 0, pending = 0
         let retired = clients.retiredStatistics
         var hits = retired.hits, misses = retired.misses, evictions = retired.evictions
@@ -91,6 +91,10 @@ final class ServerMetrics: Sendable {
         mirror("firegate_gc_runs_total", [], counts["gc"] ?? 0)
         mirror("firegate_on_disconnect_runs_total", [], counts["onDisconnect"] ?? 0)
         gauge("firegate_documents", [], backend.documents.allDatabases.reduce(0) { $0 + $1.documentCount })
+        let open = connections.countsByProtocol
+        for name in ["firestore-grpc", "rtdb-websocket"] {
+            gauge("firegate_connections", [("protocol", name)], open[name] ?? 0)
+        }
         return registry.emitToBuffer()
     }
 
