@@ -350,11 +350,11 @@ def test_dashboard_lists_real_sdk_connections_and_switches_them(dashboard_url, p
         page.get_by_test_id("switch-offline").click()
         expect(page.get_by_test_id(f"switch-project={project}")).to_contain_text("offline")
         assert status() == grpc.StatusCode.UNAVAILABLE
+        _screenshot(page, "dashboard-connections.png")
 
         page.get_by_test_id(f"switch-project={project}").get_by_role("button", name="Clear").click()
         expect(page.get_by_test_id(f"switch-project={project}")).to_have_count(0)
         assert status() == grpc.StatusCode.NOT_FOUND
-        _screenshot(page, "dashboard-connections.png")
         assert page.errors == []
     finally:
         channel.close()
