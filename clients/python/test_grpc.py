@@ -430,18 +430,26 @@ def test_compressed_and_oversize_messages_get_a_status(channel, project):
     assert framed(0, 0)  # the frame layout the server reads
 
 
-def test_listen_ends_unavailable_when_the_server_stops(project):
+def test_listen_and_write_streams_end_unavailable_when_the_server_stops(project):
     proc, base = start_server()
     ch = grpc.insecure_channel(host_of(base))
     try:
         stream = ListenStream(ch, fs.ListenRequest(database=db_name(project), add_target=query_target(project, 1)))
         stream.until_global_snapshot()
+        writes = queue.Queue()
+        writes.put(fs.WriteRequest(database=db_name(project)))
+        write_call = ch.stream_stream(SERVICE + "Write", request_serializer=fs.WriteRequest.serialize,
+                                      response_deserializer=fs.WriteResponse.deserialize)(iter(writes.get, None), timeout=30)
+        assert next(write_call).stream_token
         proc.terminate()
         with pytest.raises(grpc.RpcError) as caught:
             while True:
                 stream.next(timeout=15)
         assert caught.value.code() == grpc.StatusCode.UNAVAILABLE
-        assert proc.wait(timeout=15) is not None
+        with pytest.raises(grpc.RpcError) as caught:
+            next(write_call)
+        assert caught.value.code() == grpc.StatusCode.UNAVAILABLE
+        assert proc.wait(timeout=15) is not None  # open streams do not hold the server up
     finally:
         ch.close()
         if proc.poll() is None:

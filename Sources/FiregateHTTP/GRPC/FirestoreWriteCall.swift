@@ -3,6 +3,7 @@ import FiregateModel
 import FiregateProto
 import Foundation
 import NIOCore
+import ServiceLifecycle
 import Synchronization
 
 /// The Write stream the mobile and web SDKs use: a handshake that returns a stream id and
@@ -30,6 +31,16 @@ struct FirestoreWriteCall {
         }
         ticket?.onTerminate { error in Task { await inbox.end(error) } }
         channel.closeFuture.whenComplete { _ in Task { await inbox.end(.cancelled("The client cancelled the stream.")) } }
+        // An open stream must not hold the server up at shutdown: it ends UNAVAILABLE, and the
+        // SDK reconnects to whatever serves next.
+        return await withGracefulShutdownHandler {
+            await answer(inbox, responses: &responses)
+        } onGracefulShutdown: {
+            Task { await inbox.end(.unavailable("The server is shutting down.")) }
+        }
+    }
+
+    private func answer<Body>(_ inbox: CallInbox<Request>, responses: inout GRPCMessageWriter<Body>) async -> FiregateError? {
         do {
             guard case .element(let handshake) = await inbox.next() else { return await inbox.endStatus }
             let id = try FirestoreResourceName.database(handshake.database)
