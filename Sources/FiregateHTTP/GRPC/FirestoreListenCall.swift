@@ -8,7 +8,8 @@ import Synchronization
 /// A Listen stream: the client's requests and the database's commits, turned into responses by
 /// `ListenTargets`. One task owns the response side; the requests arrive through `ListenInbox`,
 /// which wakes that task through the feed subscription it waits on. The stream never ends with
-/// OK on the server's initiative: shutdown ends it UNAVAILABLE, so clients reconnect and resume.
+/// OK on the server's initiative: shutdown ends it UNAVAILABLE, so clients reconnect and resume;
+/// nor when the client half-closes (its targets stay followed until it cancels).
 struct FirestoreListenCall {
     let backend: Backend
     let options: ListenOptions
@@ -51,7 +52,9 @@ struct FirestoreListenCall {
                         for response in try targets.handle(request) { try await responses.send(response) }
                     }
                     ticket?.setListens(targets.count)
-                    if let ended { return ended }
+                    // A half-close only says the client has no more targets to send: the stream
+                    // goes on until the client cancels it or the server ends it.
+                    if case .some(.some(let error)) = ended { return error }
                     guard let event = await subscription.next() else { return FiregateError.cancelled("The stream was cancelled.") }
                     let out: [ListenResponse]
                     switch event {

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""bench/grpc.py — Firestore over gRPC against the same server's REST (DESIGN §3), on 127.0.0.1:
+"""bench/firestore_grpc.py — Firestore over gRPC against the same server's REST (DESIGN §3), on 127.0.0.1:
 
   (a) unary GetDocument over gRPC vs REST GET of the same document: h2load drives both, h2c for
       gRPC and HTTP/1.1 (--h1) for REST, same connections and duration, one after the other.
@@ -155,10 +155,12 @@ async def main():
     ap.add_argument("--listeners", type=int, default=1000)
     ap.add_argument("--commits", type=int, default=10)
     args = ap.parse_args()
-    binary = fgbench.check_binary(args.bin, args.allow_debug)
+    fgbench.check_binary(args.bin, args.allow_debug)
+    binary = args.bin
     if not shutil.which("h2load"):
         raise BenchError("h2load is missing (apt-get install nghttp2-client)")
     fgbench.raise_nofile(65536)
+    os.makedirs(os.path.join(fgbench.REPO, "bench", "out"), exist_ok=True)
     work = tempfile.mkdtemp(prefix="grpc.", dir=os.path.join(fgbench.REPO, "bench", "out"))
     status = 0
 
