@@ -91,13 +91,14 @@ public enum FiregateServer {
             let http1 = FastPathHTTP1Channel(base: HTTP1Channel(responder: handler, configuration: configuration)) { fullPath in
                 ConnectionFastPath(documents: documents, metrics: metrics, logger: logger, fullPath: fullPath)
             }
+            let streams = HTTP1Channel.Configuration(additionalChannelHandlers: [StreamQuiesceFilter()])
             let http2 = HTTP2Channel(responder: { request, writer, channel in
                 if FirestoreGRPCService.isGRPC(request) {
                     try await grpc.respond(to: request, writer: writer, channel: channel)
                 } else {
                     try await handler(request, writer, channel)
                 }
-            })
+            }, configuration: HTTP2ChannelConfiguration(streamConfiguration: streams))
             return ProtocolSniffingChannel(http1: http1, http2: http2)
         }
     }

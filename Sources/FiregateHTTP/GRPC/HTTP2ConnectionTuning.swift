@@ -36,3 +36,17 @@ final class HTTP2ConnectionTuning: ChannelDuplexHandler, RemovableChannelHandler
         context.fireChannelRead(data)
     }
 }
+
+/// Keeps a graceful shutdown's quiesce event from an HTTP/2 stream's own connection-state
+/// handler: that handler would close the stream as soon as its response ends, which resets a
+/// gRPC stream (RST_STREAM CANCEL) right behind — sometimes ahead of — its UNAVAILABLE trailers
+/// while the client's side is still open. Every stream ends by itself on shutdown (Listen and
+/// Write send UNAVAILABLE, SSE streams their error event) and the connection's GOAWAY does the rest.
+final class StreamQuiesceFilter: ChannelInboundHandler, RemovableChannelHandler {
+    typealias InboundIn = Any
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if event is ChannelShouldQuiesceEvent { return }
+        context.fireUserInboundEventTriggered(event)
+    }
+}

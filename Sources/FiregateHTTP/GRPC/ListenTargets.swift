@@ -103,7 +103,9 @@ struct ListenTargets {
             if resumeAfter.requested { responses.append(ListenTargets.existenceFilter(id, count: window.count)) }
         case .documents(let documentsTarget)?:
             var paths = Set<ResourcePath>()
-            var latest: (sequence: Int64, readTime: Timestamp)?
+            // Each document is read on its own: the target reflects the earliest of those reads,
+            // so a commit between two reads is applied (again, harmlessly) rather than skipped.
+            var earliest: (sequence: Int64, readTime: Timestamp)?
             for name in documentsTarget.documents {
                 let (databaseID, path) = try FirestoreResourceName.document(name)
                 guard databaseID == database.id, path.isDocument else { throw .invalidArgument("\"\(name)\" is not a document of \(database.id.name).") }
@@ -112,7 +114,7 @@ struct ListenTargets {
             for path in paths.sorted(by: { ResourcePath.compare($0, $1) < 0 }) {
                 let listen = database.listen(document: path, bufferLimit: 1, resumeAfter: resumeAfter.sequence)
                 listen.subscription.cancel()
-                if latest.map({ listen.sequence > $0.sequence }) ?? true { latest = (listen.sequence, listen.readTime) }
+                if earliest.map({ listen.sequence < $0.sequence }) ?? true { earliest = (listen.sequence, listen.readTime) }
                 if let document = listen.document {
                     if listen.resumedDocument.map({ $0 == document }) ?? false { continue }
                     responses.append(documentChange(document, id, mask: nil))
@@ -120,7 +122,7 @@ struct ListenTargets {
                     responses.append(ListenTargets.removedDocument(database.id.resourceName(path), id, deleted: true, readTime: listen.readTime))
                 }
             }
-            let snapshot = latest ?? (sequence, readTime)
+            let snapshot = earliest ?? (sequence, readTime)
             target = Target(kind: .documents(paths), sequence: snapshot.sequence, request: request)
             start = snapshot
         case nil:

@@ -3,7 +3,6 @@ import HummingbirdHTTP2
 import Logging
 import NIOCore
 import NIOHTTP2
-import ServiceLifecycle
 
 /// One port for HTTP/1.1 and gRPC (DESIGN §1): a connection that opens with the HTTP/2 client
 /// preface is served as HTTP/2 (h2c with prior knowledge, or `h2` after TLS's ALPN, since TLS
@@ -32,6 +31,9 @@ struct ProtocolSniffingChannel: ServerChildChannel {
     func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
         let chosen = channel.eventLoop.makePromise(of: Chosen.self)
         do {
+            // The first read is the one that decides: it must already use the small buffers
+            // every idle connection keeps (see `FastPathHTTP1Channel.receiveBuffers`).
+            try channel.syncOptions?.setOption(ChannelOptions.recvAllocator, value: FastPathHTTP1Channel.receiveBuffers)
             try channel.pipeline.syncOperations.addHandler(PrefaceSniffer(http1: http1, http2: http2, logger: logger, chosen: chosen))
         } catch {
             chosen.fail(error)
@@ -41,19 +43,10 @@ struct ProtocolSniffingChannel: ServerChildChannel {
     }
 
     func handle(value: Value, logger: Logger) async {
-        guard case .pending(let future, let channel) = value else { return }
-        // A connection that has sent nothing yet must not hold up a graceful shutdown (or a
-        // cancelled task): it is closed, which decides it.
-        let decided = await withGracefulShutdownHandler {
-            await withTaskCancellationHandler {
-                try? await future.get()
-            } onCancel: {
-                channel.close(promise: nil)
-            }
-        } onGracefulShutdown: {
-            channel.close(promise: nil)
-        }
-        guard let chosen = decided else { return }
+        // Nothing wraps this wait: a connection's task keeps its deepest frames for its whole
+        // life, and idle connections are many (DESIGN §3's idle-stream memory). Shutdown reaches
+        // an undecided connection through its pipeline instead (`PrefaceSniffer`).
+        guard case .pending(let future, _) = value, let chosen = try? await future.get() else { return }
         switch chosen {
         case .http1(let value): await http1.handle(value: value, logger: logger)
         case .http2(let value): await http2.handle(value: value, logger: logger)
@@ -109,6 +102,16 @@ final class PrefaceSniffer: ChannelInboundHandler, RemovableChannelHandler {
 
     func channelReadComplete(context: ChannelHandlerContext) {
         if decided { context.fireChannelReadComplete() }
+    }
+
+    /// A graceful shutdown asks every connection to quiesce: one that has sent nothing yet has
+    /// nothing in flight, so it is closed (which decides it) rather than waited for.
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if !decided, event is ChannelShouldQuiesceEvent {
+            context.close(promise: nil)
+            return
+        }
+        context.fireUserInboundEventTriggered(event)
     }
 
     func channelInactive(context: ChannelHandlerContext) {
