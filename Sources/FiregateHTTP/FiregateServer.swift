@@ -86,7 +86,7 @@ public enum FiregateServer {
         let documents = responder.documents, metrics = responder.metrics, logger = responder.logger
         let configuration = HTTP1Channel.Configuration(additionalChannelHandlers: [LingeringClose(), UnparsableRequestAnswer()])
         let grpc = FirestoreGRPCService(backend: documents.backend, listenOptions: documents.listenOptions,
-                                        connections: GRPCConnections(registry: responder.operations.connections), logger: logger)
+                                        connections: GRPCConnections(registry: responder.operations.connections))
         return HTTPServerBuilder { handler in
             let http1 = FastPathHTTP1Channel(base: HTTP1Channel(responder: handler, configuration: configuration)) { fullPath in
                 ConnectionFastPath(documents: documents, metrics: metrics, logger: logger, fullPath: fullPath)

@@ -4,7 +4,6 @@ import FiregateProto
 import Hummingbird
 import HummingbirdCore
 import HTTPTypes
-import Logging
 import NIOCore
 import SwiftProtobuf
 
@@ -15,7 +14,6 @@ struct FirestoreGRPCService: Sendable {
     let backend: Backend
     let listenOptions: ListenOptions
     let connections: GRPCConnections
-    let logger: Logger
 
     static let pathPrefix = "/google.firestore.v1.Firestore/"
 
