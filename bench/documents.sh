@@ -122,8 +122,7 @@ echo "wrk: $THREADS threads, $CONNS connections, ${WARMUP}s warm-up + ${SECS}s p
 
 FG_PORT="$(free_port)"
 mkdir -p "$RUN/data"
-"$FIREGATE_BIN" serve --host 127.0.0.1 --port "$FG_PORT" --data-dir "$RUN/data" --project "$PROJECT" \
-    --log-level warning >"$RUN/firegate.log" 2>&1 &
+"$FIREGATE_BIN" serve --host 127.0.0.1 --port "$FG_PORT" --data-dir "$RUN/data" --project "$PROJECT" >"$RUN/firegate.log" 2>&1 &
 FG_PID=$!
 BASE="http://127.0.0.1:$FG_PORT"
 wait_http "$BASE/healthz" "$FG_PID" || die "firegate did not start: $(cat "$RUN/firegate.log")"

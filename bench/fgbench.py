@@ -160,7 +160,7 @@ class Server:
 
     def start(self, timeout: float = 30.0):
         args = [self.binary, "serve", "--host", self.host, "--port", str(self.port),
-                "--project", self.project, "--log-level", "warning"]
+                "--project", self.project]
         if self.durable:
             args += ["--data-dir", os.path.join(self.run_dir, "data")]
         else:

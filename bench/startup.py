@@ -43,7 +43,7 @@ def healthy(port):
 def start_once(args):
     port = free_port()
     t0 = time.perf_counter()
-    proc = subprocess.Popen([BIN, "serve", "--port", str(port), "--log-level", "error", *args],
+    proc = subprocess.Popen([BIN, "serve", "--port", str(port), *args],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         while time.perf_counter() - t0 < 10:

@@ -30,7 +30,7 @@ DATA=$(mktemp -d)
 OUT=bench/out
 mkdir -p "$OUT"
 ulimit -n "$(ulimit -Hn)" 2>/dev/null || true  # streams need a descriptor each
-"$BIN" serve --host 127.0.0.1 --port "$PORT" --data-dir "$DATA" --log-level error &
+"$BIN" serve --host 127.0.0.1 --port "$PORT" --data-dir "$DATA" &
 PID=$!
 trap 'kill $PID 2>/dev/null || true; wait $PID 2>/dev/null || true; rm -rf "$DATA"' EXIT
 for _ in $(seq 1 100); do curl -sf "$URL/healthz" >/dev/null && break; sleep 0.05; done

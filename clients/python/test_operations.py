@@ -921,9 +921,9 @@ def test_import_flag_with_a_damaged_archive_stops_the_server(tmp_path):
 # --log-format json
 # --------------------------------------------------------------------------------------------
 
-def _json_log(project, namespace):
-    """Runs a server logging JSON at info, makes known requests; returns (lines, requests made)."""
-    proc, base = start_server("--log-level", "info", "--log-format", "json")
+def _json_log(project, namespace, level="debug"):
+    """Runs a server logging JSON at `level`, makes known requests; returns (lines, requests made)."""
+    proc, base = start_server("--log-level", level, "--log-format", "json")
     made = []
     try:
         fs = Fs(base, project)
@@ -956,7 +956,13 @@ def test_json_log_has_one_line_per_request(project, namespace):
         entry = matching[0]
         assert int(entry["status"]) == status, entry
         assert float(entry["durationMs"]) >= 0, entry
-        assert entry["level"] == "info"
+        assert entry["level"] == "debug"  # shown with --log-level debug
+
+
+def test_the_default_log_level_writes_no_line_per_request(project, namespace):
+    # The server as users start it (and as bench/ measures it) does not pay for a request log.
+    lines, made = _json_log(project, namespace, level="info")
+    assert made and not [e for e in lines if e.get("message") == "request"], lines
 
 
 def test_json_log_values_are_typed_for_log_collectors(project, namespace):

@@ -249,7 +249,7 @@ final class ConnectionFastPath: ChannelDuplexHandler, RemovableChannelHandler {
         listening.start(context: context)
         let duration = ContinuousClock.now - started
         metrics.requestFinished(surface: source.surface, method: "GET", status: 200, duration: duration)
-        if logger.logLevel <= .info {
+        if logger.logLevel <= .debug {
             FiregateResponder.logRequest(logger, method: "GET", path: path, status: 200, duration: duration, surface: source.surface)
         }
     }
@@ -456,7 +456,7 @@ final class ConnectionFastPath: ChannelDuplexHandler, RemovableChannelHandler {
         needsFlush = true
         let duration = ContinuousClock.now - started
         metrics.requestFinished(surface: answer.surface, method: answer.method, status: answer.status.code, duration: duration)
-        if logger.logLevel <= .info {
+        if logger.logLevel <= .debug {
             FiregateResponder.logRequest(logger, method: answer.method, path: path, status: answer.status.code, duration: duration, surface: answer.surface)
         }
     }
