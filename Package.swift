@@ -46,8 +46,14 @@ let package = Package(
             .product(name: "SwiftProtobuf", package: "swift-protobuf"),
         ]),
         .target(name: "FiregateEdge", dependencies: ["FiregateModel", "FiregateStore", "FiregateBackend"]),
+        // The Realtime Database's WebSocket protocol (v5) over the tree: framing, messages and
+        // one session per connection, independent of the transport.
+        .target(name: "FiregateRealtime", dependencies: [
+            "FiregateModel", "FiregateBackend",
+            .product(name: "DequeModule", package: "swift-collections"),
+        ]),
         .target(name: "FiregateHTTP", dependencies: [
-            "FiregateModel", "FiregateStore", "FiregateBackend", "FiregateEdge", "FiregateProto", "CZlib",
+            "FiregateModel", "FiregateStore", "FiregateBackend", "FiregateEdge", "FiregateProto", "FiregateRealtime", "CZlib",
             .product(name: "Hummingbird", package: "hummingbird"),
             .product(name: "HummingbirdHTTP2", package: "hummingbird"),
             .product(name: "NIOHTTP2", package: "swift-nio-http2"),
@@ -57,6 +63,7 @@ let package = Package(
             .product(name: "NIOSSL", package: "swift-nio-ssl"),
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOHTTP1", package: "swift-nio"),
+            .product(name: "NIOWebSocket", package: "swift-nio"),
             .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
             .product(name: "Metrics", package: "swift-metrics"),
             .product(name: "Prometheus", package: "swift-prometheus"),
@@ -71,6 +78,7 @@ let package = Package(
         ]),
         .testTarget(name: "FiregateModelTests", dependencies: ["FiregateModel"]),
         .testTarget(name: "FiregateProtoTests", dependencies: ["FiregateProto", "FiregateModel"]),
+        .testTarget(name: "FiregateRealtimeTests", dependencies: ["FiregateRealtime", "FiregateBackend", "FiregateModel"]),
         .testTarget(name: "FiregateEdgeTests", dependencies: ["FiregateEdge", "FiregateBackend", "FiregateModel"]),
         .testTarget(name: "FiregateBackendTests", dependencies: ["FiregateBackend", "FiregateStore", "FiregateModel"]),
         .testTarget(name: "FiregateHTTPTests", dependencies: [

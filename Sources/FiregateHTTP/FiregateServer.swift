@@ -84,12 +84,13 @@ public enum FiregateServer {
     /// Firestore's gRPC service, its other requests to the same responder (DESIGN §1).
     static func oneProtocolPerConnection(_ responder: FiregateResponder) -> HTTPServerBuilder {
         let documents = responder.documents, metrics = responder.metrics, logger = responder.logger
+        let sockets = RealtimeSockets(backend: documents.backend, registry: responder.operations.connections)
         let configuration = HTTP1Channel.Configuration(additionalChannelHandlers: [LingeringClose(), UnparsableRequestAnswer()])
         let grpc = FirestoreGRPCService(backend: documents.backend, listenOptions: documents.listenOptions,
                                         connections: GRPCConnections(registry: responder.operations.connections))
         return HTTPServerBuilder { handler in
             let http1 = FastPathHTTP1Channel(base: HTTP1Channel(responder: handler, configuration: configuration)) { fullPath in
-                ConnectionFastPath(documents: documents, metrics: metrics, logger: logger, fullPath: fullPath)
+                ConnectionFastPath(documents: documents, metrics: metrics, logger: logger, fullPath: fullPath, sockets: sockets)
             }
             let streams = HTTP1Channel.Configuration(additionalChannelHandlers: [StreamQuiesceFilter()])
             let http2 = HTTP2Channel(responder: { request, writer, channel in

@@ -67,6 +67,11 @@ actor TreeNamespace {
                 let etag = TreeETag.of(current)
                 guard etag == expected else { return (.conflict(current: current, etag: etag), .done()) }
             }
+            if let expected = request.ifSDKHash {
+                let current = root.node(at: request.path)
+                let hash = TreeSDKHash.of(current)
+                guard hash == expected else { return (.conflict(current: current, etag: hash), .done()) }
+            }
             return set(node, at: request.path, wantsETag: request.wantsETag || request.ifMatch != nil, pushKey: nil)
         case .push(let value):
             let key = pushID()

@@ -90,8 +90,17 @@ public final class TreeStreamSubscription: Sendable {
         wake?()
     }
 
-    /// Ends the stream after what is queued, plus `last` (a `cancel`) if given.
+    /// Ends the stream after what is queued, plus `last` (a `cancel`) if given; a subscriber
+    /// inside the server gets `last` forwarded.
     public func finish(after last: TreeStreamFrame? = nil) {
+        if let forward {
+            let first = state.withLock { state -> Bool in
+                defer { state.finished = true }
+                return !state.finished
+            }
+            if first, let last { forward(last) }
+            return
+        }
         var wake: (@Sendable () -> Void)?
         let waiter = state.withLock { state -> CheckedContinuation<TreeStreamFrame?, Never>? in
             if state.finished { return nil }

@@ -42,13 +42,16 @@ public struct TreeWriteRequest: Sendable {
     public var operation: Operation
     /// `if-match`: write only if the current value's ETag is this.
     public var ifMatch: String?
+    /// A socket transaction's put: write only if the current value's SDK hash is this.
+    public var ifSDKHash: String?
     /// Report the ETag of the location after the write.
     public var wantsETag: Bool
 
-    public init(path: TreePath, operation: Operation, ifMatch: String? = nil, wantsETag: Bool = false) {
+    public init(path: TreePath, operation: Operation, ifMatch: String? = nil, ifSDKHash: String? = nil, wantsETag: Bool = false) {
         self.path = path
         self.operation = operation
         self.ifMatch = ifMatch
+        self.ifSDKHash = ifSDKHash
         self.wantsETag = wantsETag
     }
 }
@@ -63,6 +66,36 @@ public struct TreeUpdateEntry: Sendable {
         self.value = value
     }
 
+    /// A multi-path update's object as (relative path, value) pairs, unvalidated values; each
+    /// key is a non-empty relative path (`a`, `a/b`).
+    public static func relativePaths(of object: JSON) throws(FiregateError) -> [(TreePath, JSON)] {
+        guard case .object(let fields) = object else {
+            throw FiregateError.invalidArgument("Invalid data; an update requires a JSON object whose keys are the children or paths to update.")
+        }
+        var entries: [(TreePath, JSON)] = []
+        entries.reserveCapacity(fields.count)
+        for (key, json) in fields {
+            let relative: TreePath
+            do {
+                relative = try TreePath(validating: key)
+            } catch {
+                throw TreeNodeDecoder.invalidKeyError
+            }
+            guard !relative.isRoot else { throw TreeNodeDecoder.invalidKeyError }
+            entries.append((relative, json))
+        }
+        return entries
+    }
+
+    /// `relativePaths(of:)` validated for writing under `path`: server values stay unresolved.
+    public static func prepare(_ object: JSON, under path: TreePath) throws(FiregateError) -> [TreeUpdateEntry] {
+        var entries: [TreeUpdateEntry] = []
+        for (relative, json) in try relativePaths(of: object) {
+            entries.append(TreeUpdateEntry(path: relative, value: try TreeWriteValue.prepare(json, at: path.appending(relative))))
+        }
+        return entries
+    }
+
     /// The error for an update whose paths overlap.
     static func overlapError(_ a: TreePath, _ b: TreePath) -> FiregateError {
         .invalidArgument("Invalid data; path \(a) is an ancestor of \(b) in the same update.")
@@ -72,7 +105,8 @@ public struct TreeUpdateEntry: Sendable {
 /// What a write did.
 public enum TreeWriteOutcome: Sendable {
     case written(TreeWriteResult)
-    /// `if-match` did not match: nothing was written; here is what is there.
+    /// `if-match` (or the SDK hash) did not match: nothing was written; here is what is there,
+    /// with its tag of the kind asked for.
     case conflict(current: TreeNode, etag: String)
 }
 

@@ -3,6 +3,16 @@ import FiregateModel
 import OrderedCollections
 import Synchronization
 
+/// What the registry can do to a connection, through its surface.
+struct ConnectionControls: Sendable {
+    /// End it now with this error (a switch or a test's drop).
+    let drop: @Sendable (FiregateError) -> Void
+    /// Revoke its credential (status, reason): sockets only.
+    var revokeAuth: (@Sendable (String, String) -> Void)?
+    /// The emulator was reset.
+    var reset: (@Sendable () -> Void)?
+}
+
 /// Every real SDK connection and the network switches that apply to them (DESIGN §1.6): the
 /// one owner of that state. Surfaces open an entry when a connection (or, over HTTP/2, a
 /// project/database on it) appears — refused while a switch holds it offline — and close it
@@ -10,7 +20,7 @@ import Synchronization
 final class ConnectionRegistry: Sendable {
     private struct Entry {
         var info: ConnectionInfo
-        let drop: @Sendable (FiregateError) -> Void
+        let controls: ConnectionControls
     }
 
     private struct State {
@@ -26,15 +36,28 @@ final class ConnectionRegistry: Sendable {
         self.backend = backend
     }
 
-    /// Registers a connection; nil when an offline switch matches it (the caller refuses it).
+    /// A fresh id, for a connection that needs it before it registers.
+    func reserveID() -> String {
+        state.withLock { state in
+            defer { state.nextID += 1 }
+            return "c\(state.nextID)"
+        }
+    }
+
+    /// Registers a connection (under `info.id` if it reserved one); nil when an offline switch
+    /// matches it (the caller refuses it).
     func open(_ info: ConnectionInfo, drop: @escaping @Sendable (FiregateError) -> Void) -> String? {
+        open(info, controls: ConnectionControls(drop: drop))
+    }
+
+    func open(_ info: ConnectionInfo, controls: ConnectionControls) -> String? {
         let opened = state.withLock { state -> ConnectionInfo? in
             var info = info
-            info.id = "c\(state.nextID)"
+            if info.id.isEmpty { info.id = "c\(state.nextID)" }
             guard !state.switches.contains(where: { !$0.online && $0.match.matches(info) }) else { return nil }
-            state.nextID += 1
+            if info.id == "c\(state.nextID)" { state.nextID += 1 }
             info.openedAt = backend.clock.now()
-            state.entries[info.id] = Entry(info: info, drop: drop)
+            state.entries[info.id] = Entry(info: info, controls: controls)
             return info
         }
         guard let opened else { return nil }
@@ -54,6 +77,15 @@ final class ConnectionRegistry: Sendable {
 
     func updateListens(_ id: String, by delta: Int) {
         state.withLock { state in state.entries[id]?.info.listens += delta }
+    }
+
+    func setListens(_ id: String, _ count: Int) {
+        state.withLock { state in state.entries[id]?.info.listens = count }
+    }
+
+    /// The connection authenticated as someone else (what `uid` switches match from now on).
+    func setUID(_ id: String, _ uid: String?) {
+        state.withLock { state in state.entries[id]?.info.uid = uid }
     }
 
     /// The delay every frame of this connection takes (the largest of the matching switches).
@@ -78,15 +110,30 @@ final class ConnectionRegistry: Sendable {
             guard !networkSwitch.online else { return [] }
             return state.entries.values.filter { networkSwitch.match.matches($0.info) }
         }
-        for entry in dropped { entry.drop(.unavailable("The connection was taken offline by a Firegate network switch.")) }
+        for entry in dropped { entry.controls.drop(.unavailable("The connection was taken offline by a Firegate network switch.")) }
         return dropped.map(\.info.id)
     }
 
     /// Drops one connection once; false when there is none with that id.
     func drop(_ id: String) -> Bool {
         guard let entry = state.withLock({ $0.entries[id] }) else { return false }
-        entry.drop(.unavailable("The connection was dropped by the test (Firegate connections :drop)."))
+        entry.controls.drop(.unavailable("The connection was dropped by the test (Firegate connections :drop)."))
         return true
+    }
+
+    /// Revokes the credential a connection authenticated with (RTDB's `ac`).
+    func revokeAuth(_ id: String, status: String, reason: String) throws(FiregateError) {
+        guard let entry = state.withLock({ $0.entries[id] }) else { throw .notFound("No connection \"\(id)\".") }
+        guard let revoke = entry.controls.revokeAuth else {
+            throw .failedPrecondition("Connection \"\(id)\" (\(entry.info.protocol)) has no credential to revoke: only rtdb-websocket connections do.")
+        }
+        revoke(status, reason)
+    }
+
+    /// The emulator was reset: every connection is told (sockets forget their onDisconnect
+    /// operations and close, so nothing of before the reset is written after it).
+    func reset() {
+        for entry in state.withLock({ Array($0.entries.values) }) { entry.controls.reset?() }
     }
 
     /// Open connections by protocol, for `/metrics`.

@@ -2,7 +2,7 @@ import FiregateModel
 import Hummingbird
 
 /// `/emulator/v1/connections…` (DESIGN §1.6): list the real SDK connections, switch them
-/// offline or slow by a match, drop one once.
+/// offline or slow by a match, drop one once, revoke a socket's credential.
 struct ConnectionRoutes: Sendable {
     let registry: ConnectionRegistry
 
@@ -22,6 +22,14 @@ struct ConnectionRoutes: Sendable {
             return JSONResponse.make([
                 "switches": .array(registry.switches.map(\.json)), "dropped": .array(dropped.map(JSON.string)),
             ])
+        case (.post, 1, let name?) where name.hasSuffix(":revokeAuth"):
+            let id = String(name.dropLast(":revokeAuth".count))
+            let body = try await request.jsonBody() ?? [:]
+            guard case .object = body else { throw .invalidArgument("The body is {\"status\":\"invalid_token\",\"reason\":\"…\"} (both optional).") }
+            let status = body.member("status")?.stringValue ?? "invalid_token"
+            let reason = body.member("reason")?.stringValue ?? "The credential was revoked by the test (Firegate connections :revokeAuth)."
+            try registry.revokeAuth(id, status: status, reason: reason)
+            return JSONResponse.make([:])
         case (.post, 1, let name?) where name.hasSuffix(":drop"):
             let id = String(name.dropLast(":drop".count))
             guard registry.drop(id) else { throw .notFound("No connection \"\(id)\".") }

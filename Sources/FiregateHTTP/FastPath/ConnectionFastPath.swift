@@ -42,6 +42,8 @@ final class ConnectionFastPath: ChannelDuplexHandler, RemovableChannelHandler {
     private let documents: DocumentRoutes
     private let metrics: ServerMetrics
     private let logger: Logger
+    /// Takes `GET /.ws` upgrades: the connection becomes a Realtime Database socket.
+    private let sockets: RealtimeSockets?
     /// Starts the connection's full path, the first time input goes there (or it ends).
     private let fullPath: FullPathStart
     /// Once set, every byte goes to the full HTTP/1.1 path.
@@ -60,8 +62,9 @@ final class ConnectionFastPath: ChannelDuplexHandler, RemovableChannelHandler {
     /// The stream this connection serves, while it lasts.
     private var listening: EventLoopStream?
 
-    init(documents: DocumentRoutes, metrics: ServerMetrics, logger: Logger, fullPath: FullPathStart) {
+    init(documents: DocumentRoutes, metrics: ServerMetrics, logger: Logger, fullPath: FullPathStart, sockets: RealtimeSockets? = nil) {
         self.fullPath = fullPath
+        self.sockets = sockets
         self.documents = documents
         self.backend = documents.backend
         self.metrics = metrics
@@ -93,6 +96,20 @@ final class ConnectionFastPath: ChannelDuplexHandler, RemovableChannelHandler {
     private func process(context: ChannelHandlerContext, inRead: Bool) {
         while var buffer = unread, buffer.readableBytes > 0, !answering, listening == nil {
             let started = ContinuousClock.now
+            if let sockets {
+                switch RealtimeUpgradeRequest.parse(buffer) {
+                case .incomplete: return
+                case .other: break
+                case .request(let upgrade):
+                    // Everything after the head is the socket's: WebSocket frames.
+                    buffer.moveReaderIndex(forwardBy: upgrade.length)
+                    unread = nil
+                    passThrough = true
+                    sockets.accept(upgrade, context: context)
+                    if buffer.readableBytes > 0 { context.fireChannelRead(wrapInboundOut(buffer)) }
+                    return
+                }
+            }
             let parse = SimpleRequest.parse(buffer)
             if case .incomplete = parse { return }
             guard case .simple(let request) = parse else { break }

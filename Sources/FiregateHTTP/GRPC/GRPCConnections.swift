@@ -1,3 +1,4 @@
+import FiregateBackend
 import FiregateModel
 import HTTPTypes
 import NIOCore

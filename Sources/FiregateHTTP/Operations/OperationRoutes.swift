@@ -64,6 +64,8 @@ struct OperationRoutes: Sendable {
 
     /// POST /emulator/v1/reset: documents, tree and clients; open streams end with an error.
     func resetAll() async throws(FiregateError) -> Response {
+        // Sockets first: their onDisconnect operations must not write into the emptied tree.
+        connections.reset()
         do {
             try await backend.reset()
         } catch {

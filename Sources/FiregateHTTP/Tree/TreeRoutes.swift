@@ -104,22 +104,10 @@ struct TreeRoutes: Sendable {
 
     /// A PATCH body's entries: relative paths (none empty) and their values, unvalidated.
     static func patchEntries(_ body: JSON) throws(FiregateError) -> [(TreePath, JSON)] {
-        guard case .object(let fields) = body else {
+        guard case .object = body else {
             throw FiregateError.invalidArgument("Invalid data; PATCH requires a JSON object whose keys are the children or paths to update.")
         }
-        var entries: [(TreePath, JSON)] = []
-        entries.reserveCapacity(fields.count)
-        for (key, json) in fields {
-            let relative: TreePath
-            do {
-                relative = try TreePath(validating: key)
-            } catch {
-                throw TreeNodeDecoder.invalidKeyError
-            }
-            guard !relative.isRoot else { throw TreeNodeDecoder.invalidKeyError }
-            entries.append((relative, json))
-        }
-        return entries
+        return try TreeUpdateEntry.relativePaths(of: body)
     }
 
     func patch(_ call: TreeRequest, body: JSON) async throws -> Response {

@@ -12,9 +12,9 @@ public enum TreeETag {
     }
 }
 
-/// SHA-1 (FIPS 180-4), used only to fingerprint values for ETags.
-enum SHA1 {
-    static func hash(_ message: [UInt8]) -> [UInt8] {
+/// SHA-1 (FIPS 180-4), used only to fingerprint: ETags, the SDK's value hashes, WebSocket handshakes.
+public enum SHA1 {
+    public static func hash(_ message: [UInt8]) -> [UInt8] {
         var h: (UInt32, UInt32, UInt32, UInt32, UInt32) = (0x6745_2301, 0xEFCD_AB89, 0x98BA_DCFE, 0x1032_5476, 0xC3D2_E1F0)
         var data = message
         let bitLength = UInt64(message.count) * 8

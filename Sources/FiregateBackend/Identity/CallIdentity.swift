@@ -1,20 +1,24 @@
 import FiregateModel
 import Foundation
 
-/// Who a request speaks for, from its `authorization` header as the emulators read it
-/// (DESIGN §1.5, §1.7): `Bearer owner` is the admin, a JWT is the user it names (its signature
-/// and algorithm are not checked, as in the emulators), nothing is unauthenticated.
-enum CallIdentity: Sendable, Equatable {
+/// Who a request or connection speaks for, as the emulators read it (DESIGN §1.5–1.7):
+/// `owner` is the admin, a JWT is the user it names (its signature and algorithm are not
+/// checked, as in the emulators), nothing is unauthenticated. Security rules judge by it.
+public enum CallIdentity: Sendable, Equatable {
     case admin
     case user(uid: String, claims: JSON)
     case unauthenticated
 
-    init(authorization: String?) {
+    public init(authorization: String?) {
         guard let authorization, authorization.lowercased().hasPrefix("bearer ") else {
             self = .unauthenticated
             return
         }
-        let token = authorization.dropFirst("bearer ".count).trimmingCharacters(in: .whitespaces)
+        self.init(token: authorization.dropFirst("bearer ".count).trimmingCharacters(in: .whitespaces))
+    }
+
+    /// The identity of a bare token: `owner`, or a JWT naming a user (else unauthenticated).
+    public init(token: String) {
         if token == "owner" {
             self = .admin
             return
@@ -28,13 +32,13 @@ enum CallIdentity: Sendable, Equatable {
         self = .user(uid: uid, claims: claims)
     }
 
-    var uid: String? {
+    public var uid: String? {
         if case .user(let uid, _) = self { return uid }
         return nil
     }
 
     /// The payload of a JWT (`header.payload.signature`, base64url), when it is a JSON object.
-    static func claims(ofJWT token: String) -> JSON? {
+    public static func claims(ofJWT token: String) -> JSON? {
         let parts = token.split(separator: ".", omittingEmptySubsequences: false)
         guard parts.count == 3 else { return nil }
         var base64 = parts[1].replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")

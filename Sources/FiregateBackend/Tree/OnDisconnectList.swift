@@ -1,20 +1,27 @@
-import FiregateBackend
 import FiregateModel
 
 /// An onDisconnect operation: what the server does at a location when the client's
 /// connection drops. Values stay unresolved until then (server values resolve at execution).
-struct OnDisconnectOperation: Sendable {
-    enum Kind: Sendable {
+/// Edge clients and WebSocket connections keep them alike.
+public struct OnDisconnectOperation: Sendable {
+    public enum Kind: Sendable {
         case set(JSON)
         case update([(TreePath, JSON)])
     }
 
-    let path: TreePath
-    let kind: Kind
-    /// Accepted by the server (sent while connected); queued ones are sent at the next connect.
-    var registered: Bool
+    public let path: TreePath
+    public let kind: Kind
+    /// Accepted by the server (sent while connected); an edge client's queued ones are sent at
+    /// its next connect.
+    public var registered: Bool
 
-    var name: String {
+    public init(path: TreePath, kind: Kind, registered: Bool) {
+        self.path = path
+        self.kind = kind
+        self.registered = registered
+    }
+
+    public var name: String {
         switch kind {
         case .set(.null): "remove"
         case .set: "set"
@@ -23,7 +30,7 @@ struct OnDisconnectOperation: Sendable {
     }
 
     /// The backend request that carries the operation out.
-    func request() throws(FiregateError) -> TreeWriteRequest {
+    public func request() throws(FiregateError) -> TreeWriteRequest {
         switch kind {
         case .set(let json):
             return TreeWriteRequest(path: path, operation: .set(try TreeWriteValue.prepare(json, at: path)))
@@ -36,7 +43,7 @@ struct OnDisconnectOperation: Sendable {
         }
     }
 
-    var json: JSON {
+    public var json: JSON {
         var json: JSON = ["path": .string(path.description), "op": .string(name), "state": .string(registered ? "registered" : "queued")]
         switch kind {
         case .set(let value) where value != .null: json = json.withMember("value", value)
@@ -49,29 +56,31 @@ struct OnDisconnectOperation: Sendable {
 
 /// The client's onDisconnect operations in the order they were made. Each runs once, when
 /// the connection drops after it was registered; the app registers again afterwards.
-struct OnDisconnectList {
-    private(set) var operations: [OnDisconnectOperation] = []
+public struct OnDisconnectList: Sendable {
+    public private(set) var operations: [OnDisconnectOperation] = []
 
-    mutating func add(_ operation: OnDisconnectOperation) { operations.append(operation) }
+    public init() {}
+
+    public mutating func add(_ operation: OnDisconnectOperation) { operations.append(operation) }
 
     /// Cancels the operations at `path` and below; returns how many.
-    mutating func cancel(at path: TreePath) -> Int {
+    public mutating func cancel(at path: TreePath) -> Int {
         let before = operations.count
         operations.removeAll { path.contains($0.path) }
         return before - operations.count
     }
 
     /// A connection was made: queued operations are sent and accepted.
-    mutating func registerQueued() {
+    public mutating func registerQueued() {
         for i in operations.indices { operations[i].registered = true }
     }
 
     /// The connection dropped: the registered operations run now and are forgotten.
-    mutating func takeRegistered() -> [OnDisconnectOperation] {
+    public mutating func takeRegistered() -> [OnDisconnectOperation] {
         let taken = operations.filter(\.registered)
         operations.removeAll(where: \.registered)
         return taken
     }
 
-    mutating func removeAll() { operations.removeAll() }
+    public mutating func removeAll() { operations.removeAll() }
 }

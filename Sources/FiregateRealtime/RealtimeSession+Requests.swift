@@ -1,0 +1,210 @@
+import FiregateBackend
+import FiregateModel
+
+/// The requests a client makes (rtdb-websocket-protocol §4), each answered once.
+extension RealtimeSession {
+    func answer(_ number: Int64, action: String, body: JSON) async {
+        do {
+            send(try await perform(number, action: action, body: body))
+        } catch let error as FiregateError {
+            send(RealtimeOutbound.reply(number, status: RealtimeStatus.code(for: error), data: .string(error.message)))
+        } catch {
+            send(RealtimeOutbound.reply(number, status: "failure", data: .string("\(error)")))
+        }
+    }
+
+    private func ok(_ number: Int64, _ data: JSON = "") -> [UInt8] { RealtimeOutbound.reply(number, status: "ok", data: data) }
+
+    private func perform(_ number: Int64, action: String, body: JSON) async throws -> [UInt8] {
+        switch action {
+        case "q": return try await listen(number, body)
+        case "n": return try await unlisten(number, body)
+        case "p": return try await put(number, body)
+        case "m": return try await merge(number, body)
+        case "o", "om", "oc": return try onDisconnect(number, action, body)
+        case "g": return try await get(number, body)
+        case "auth", "gauth", "unauth": return try authenticate(number, action, body)
+        // App Check tokens are accepted and not judged; stats only count.
+        case "appcheck", "unappeck", "s": return ok(number)
+        case "": throw FiregateError.invalidArgument("A request needs an action \"a\".")
+        default: throw FiregateError.invalidArgument("Unknown action \"\(action)\".")
+        }
+    }
+
+    // MARK: Listens
+
+    /// The location and query a listen, unlisten or get names.
+    private func target(_ body: JSON) throws -> (key: TreeStreamKey, query: JSON?) {
+        let path = try location(body)
+        guard let queryJSON = body.member("q"), queryJSON != .null else {
+            return (TreeStreamKey(path: path, query: nil, format: .export), nil)
+        }
+        guard !path.isPriority else { throw TreePath.invalidPathError }
+        let query = try RealtimeQueryObject.parse(queryJSON)
+        return (TreeStreamKey(path: path, query: query, format: .export), queryJSON)
+    }
+
+    private func location(_ body: JSON) throws(FiregateError) -> TreePath {
+        guard case .object = body, let text = body.member("p")?.stringValue else {
+            throw FiregateError.invalidArgument("The request needs a path \"p\".")
+        }
+        return try TreePath(validating: text)
+    }
+
+    /// `q`: the current value is pushed (the query's window, tagged), then the reply; every
+    /// later change follows as pushes. Listening again to the same location and query replaces
+    /// the listen (the SDK does on reconnect; the hash `h` is not needed: data is always sent).
+    private func listen(_ number: Int64, _ body: JSON) async throws -> [UInt8] {
+        let (key, queryJSON) = try target(body)
+        let tag = body.member("t")?.integerLike
+        let (generation, replaced) = state.withLock { state -> (Int, TreeStreamSubscription?) in
+            state.nextGeneration += 1
+            let replaced = state.listens[key]?.subscription
+            state.listens[key] = Listen(generation: state.nextGeneration, tag: tag, query: queryJSON)
+            return (state.nextGeneration, replaced)
+        }
+        if let replaced { await tree.unsubscribe(replaced) }
+        let subscription: TreeStreamSubscription
+        do {
+            subscription = try await tree.subscribe(namespace: namespace, key: key) { [weak self] frame in
+                self?.deliver(frame, key: key, generation: generation, tag: tag)
+            }
+        } catch {
+            state.withLock { state in if state.listens[key]?.generation == generation { state.listens.removeValue(forKey: key) } }
+            throw error
+        }
+        if subscription.isFinished {
+            state.withLock { state in if state.listens[key]?.generation == generation { state.listens.removeValue(forKey: key) } }
+            throw FiregateError.resourceExhausted("The data requested exceeds the maximum size that can be accessed with a single request.")
+        }
+        let kept = state.withLock { state -> Bool in
+            guard !state.closed, state.listens[key]?.generation == generation else { return false }
+            state.listens[key]?.subscription = subscription
+            return true
+        }
+        if !kept { await tree.unsubscribe(subscription) }
+        hooks.listensChanged(listenCount)
+        return ok(number, [:])
+    }
+
+    /// `n`: the listen ends; the reply is `ok` whether or not there was one.
+    private func unlisten(_ number: Int64, _ body: JSON) async throws -> [UInt8] {
+        let (key, _) = try target(body)
+        let removed = state.withLock { $0.listens.removeValue(forKey: key) }
+        if let subscription = removed?.subscription {
+            await tree.unsubscribe(subscription)
+            hooks.listensChanged(listenCount)
+        }
+        return ok(number)
+    }
+
+    /// `g`: the value (or the query's result) at the location.
+    private func get(_ number: Int64, _ body: JSON) async throws -> [UInt8] {
+        let (key, _) = try target(body)
+        let node = try await tree.read(namespace: namespace, path: key.path)
+        guard let query = key.query else { return RealtimeOutbound.reply(number, value: node) }
+        return RealtimeOutbound.reply(number, value: TreeQueryEvaluator.evaluate(query, on: node).node)
+    }
+
+    // MARK: Writes
+
+    /// `p`: set (null deletes); with a hash `h`, only if the current value still has it —
+    /// else `datastale`, and the SDK reruns its transaction on the data it was pushed.
+    private func put(_ number: Int64, _ body: JSON) async throws -> [UInt8] {
+        let path = try location(body)
+        guard let data = body.member("d") else { throw FiregateError.invalidArgument("A put needs data \"d\" (null deletes).") }
+        let hash: String?
+        switch body.member("h") {
+        case nil, .null?: hash = nil
+        case .string(let text)?: hash = text
+        default: throw FiregateError.invalidArgument("The hash \"h\" must be a string.")
+        }
+        let request = TreeWriteRequest(path: path, operation: .set(try TreeWriteValue.prepare(data, at: path)), ifSDKHash: hash)
+        if case .conflict = try await tree.write(namespace: namespace, request) {
+            return RealtimeOutbound.reply(number, status: "datastale", data: "Transaction hash does not match")
+        }
+        return ok(number)
+    }
+
+    /// `m`: a multi-location update; keys are paths relative to `p`.
+    private func merge(_ number: Int64, _ body: JSON) async throws -> [UInt8] {
+        let path = try location(body)
+        guard !path.isPriority else { throw TreePath.invalidPathError }
+        let entries = try TreeUpdateEntry.prepare(body.member("d") ?? .null, under: path)
+        _ = try await tree.write(namespace: namespace, TreeWriteRequest(path: path, operation: .update(entries)))
+        return ok(number)
+    }
+
+    /// `o` (set; null removes), `om` (update), `oc` (cancel at and below the path): kept for
+    /// when this connection closes, validated now so a bad one is refused at once.
+    private func onDisconnect(_ number: Int64, _ action: String, _ body: JSON) throws -> [UInt8] {
+        let path = try location(body)
+        let data = body.member("d") ?? .null
+        switch action {
+        case "o":
+            _ = try TreeWriteValue.prepare(data, at: path)
+            state.withLock { $0.onDisconnect.add(OnDisconnectOperation(path: path, kind: .set(data), registered: true)) }
+        case "om":
+            guard !path.isPriority else { throw TreePath.invalidPathError }
+            _ = try TreeUpdateEntry.prepare(data, under: path)
+            let entries = try TreeUpdateEntry.relativePaths(of: data)
+            if !entries.isEmpty {
+                state.withLock { $0.onDisconnect.add(OnDisconnectOperation(path: path, kind: .update(entries), registered: true)) }
+            }
+        default:
+            _ = state.withLock { $0.onDisconnect.cancel(at: path) }
+        }
+        return ok(number)
+    }
+
+    // MARK: Identity
+
+    /// `auth` with a JWT (unchecked, as the emulators: its `user_id`/`sub` is the uid), `gauth`
+    /// with `owner` (the admin, or the `authvar` it overrides with, or nobody for `noauth`),
+    /// `unauth`.
+    private func authenticate(_ number: Int64, _ action: String, _ body: JSON) throws -> [UInt8] {
+        let identity: CallIdentity
+        var reply: JSON = ""
+        switch action {
+        case "unauth":
+            identity = .unauthenticated
+        case "auth":
+            guard let token = body.member("cred")?.stringValue, case .user(let uid, let claims) = CallIdentity(token: token) else {
+                return RealtimeOutbound.reply(number, status: "invalid_token", data: "The token is not a JWT naming a user (user_id or sub).")
+            }
+            identity = .user(uid: uid, claims: claims)
+            reply = ["auth": claims, "expires": claims.member("exp") ?? .null]
+        default:
+            guard body.member("cred")?.stringValue == "owner" else {
+                return RealtimeOutbound.reply(number, status: "invalid_token", data: "The emulator's admin credential is \"owner\".")
+            }
+            if body.member("noauth")?.boolValue == true {
+                identity = .unauthenticated
+            } else if let override = body.member("authvar"), case .object = override {
+                guard let uid = override.member("uid")?.stringValue, !uid.isEmpty else {
+                    throw FiregateError.invalidArgument("authvar needs a uid.")
+                }
+                identity = .user(uid: uid, claims: override)
+            } else {
+                identity = .admin
+            }
+            reply = ["auth": identity == .admin ? .null : (identity.uid.map { ["uid": .string($0)] } ?? .null), "expires": .null]
+        }
+        state.withLock { $0.identity = identity }
+        hooks.identityChanged(identity)
+        return ok(number, reply)
+    }
+}
+
+/// The realtime wire's status for an error (the statuses the SDKs know, rtdb-websocket-protocol §4).
+public enum RealtimeStatus {
+    public static func code(for error: FiregateError) -> String {
+        switch error.status {
+        case .permissionDenied, .unauthenticated: "permission_denied"
+        case .unavailable: "unavailable"
+        case .resourceExhausted: "too_big"
+        case .aborted: "datastale"
+        default: "failure"
+        }
+    }
+}
