@@ -100,7 +100,7 @@ public enum FiregateServer {
                     try await handler(request, writer, channel)
                 }
             }, configuration: HTTP2ChannelConfiguration(streamConfiguration: streams))
-            return ProtocolSniffingChannel(http1: http1, http2: http2)
+            return ProtocolSniffingChannel(http1: http1, http2: http2, sockets: sockets)
         }
     }
 

@@ -89,7 +89,7 @@ struct RealtimeSockets: Sendable {
         namespace.hasSuffix("-default-rtdb") ? String(namespace.dropLast("-default-rtdb".count)) : namespace
     }
 
-    private func refuse(_ context: ChannelHandlerContext, status: String, _ message: String) {
+    func refuse(_ context: ChannelHandlerContext, status: String, _ message: String) {
         let body = JSONWriter.bytes(["error": .string(message)])
         let head = "HTTP/1.1 \(status)\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: \(body.count)\r\nConnection: close\r\n\r\n"
         var buffer = context.channel.allocator.buffer(capacity: head.utf8.count + body.count)

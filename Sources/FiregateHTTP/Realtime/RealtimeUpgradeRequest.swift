@@ -20,6 +20,15 @@ struct RealtimeUpgradeRequest {
     }
 
     static let path = "/.ws"
+    private static let opening = Array("GET /.ws".utf8)
+
+    /// Whether a connection's first bytes open a socket (true), cannot (false) or cannot tell
+    /// yet (nil).
+    static func opens(_ bytes: ByteBufferView) -> Bool? {
+        for (offset, byte) in bytes.prefix(opening.count).enumerated() where byte != opening[offset] { return false }
+        guard bytes.count > opening.count else { return nil }
+        return [UInt8(ascii: " "), UInt8(ascii: "?"), UInt8(ascii: "/")].contains(bytes[bytes.startIndex + opening.count])
+    }
 
     static func parse(_ buffer: ByteBuffer) -> Parse {
         let prefix = Array("GET \(path)".utf8)
