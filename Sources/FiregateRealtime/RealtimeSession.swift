@@ -46,20 +46,14 @@ public final class RealtimeSession: Sendable {
         case disconnect
     }
 
-    struct Listen {
-        let generation: Int
-        let tag: Int64?
-        /// The query object as the client sent it, to name the listen if it is revoked.
-        let query: JSON?
-        var subscription: TreeStreamSubscription?
-    }
+    typealias Listen = RealtimeListens.Listen
 
     struct State {
         var assembler: RealtimeMessageAssembler
         var inbox: Deque<Work> = []
         var draining = false
         var identity: CallIdentity
-        var listens: [TreeStreamKey: Listen] = [:]
+        var listens = RealtimeListens()
         var nextGeneration = 0
         var onDisconnect = OnDisconnectList()
         var closed = false
@@ -141,6 +135,8 @@ public final class RealtimeSession: Sendable {
     private func drain() async {
         while let work = state.withLock({ state -> Work? in
             if let work = state.inbox.popFirst() { return work }
+            // An idle socket keeps no queue storage.
+            state.inbox = []
             state.draining = false
             return nil
         }) {
@@ -177,7 +173,7 @@ public final class RealtimeSession: Sendable {
     private func runDisconnect() async {
         let (subscriptions, operations) = state.withLock { state in
             defer { state.listens.removeAll() }
-            return (state.listens.values.compactMap(\.subscription), state.onDisconnect.takeRegistered())
+            return (state.listens.subscriptions, state.onDisconnect.takeRegistered())
         }
         for subscription in subscriptions { await tree.unsubscribe(subscription) }
         if !subscriptions.isEmpty { hooks.listensChanged(0) }

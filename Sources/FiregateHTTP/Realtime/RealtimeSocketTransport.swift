@@ -1,6 +1,5 @@
 import FiregateRealtime
 import NIOCore
-import NIOWebSocket
 import Synchronization
 
 /// A session's way out onto its WebSocket, callable from any thread: each message becomes one
@@ -34,7 +33,7 @@ final class RealtimeSocketTransport: RealtimeTransport, Sendable {
     func attach(_ context: ChannelHandlerContext) { self.context.value = context }
 
     /// Writes `frame` from the socket handler's place; on the event loop.
-    private func write(_ frame: WebSocketFrame) -> EventLoopFuture<Void> {
+    private func write(_ frame: ByteBuffer) -> EventLoopFuture<Void> {
         guard let context = context.value else { return channel.eventLoop.makeFailedFuture(ChannelError.ioOnClosedChannel) }
         return context.writeAndFlush(NIOAny(frame))
     }
@@ -54,8 +53,7 @@ final class RealtimeSocketTransport: RealtimeTransport, Sendable {
         }
         let channel = self.channel
         after(latency()) { [self] in
-            let frame = WebSocketFrame(fin: true, opcode: .text, data: channel.allocator.buffer(bytes: text))
-            write(frame).whenComplete { _ in self.state.withLock { $0.backlogBytes -= count } }
+            write(WebSocketFrameWriter.text(text, allocator: channel.allocator)).whenComplete { _ in self.state.withLock { $0.backlogBytes -= count } }
         }
     }
 
@@ -79,10 +77,10 @@ final class RealtimeSocketTransport: RealtimeTransport, Sendable {
 
     /// Sends a close frame with `reason` (cut to what a close frame holds) and closes.
     func close(reason: String) {
-        close(code: .normalClosure, reason: reason)
+        close(code: WebSocketFrameReader.Code.normal, reason: reason)
     }
 
-    func close(code: WebSocketErrorCode, reason: String) {
+    func close(code: UInt16, reason: String) {
         let first = state.withLock { state -> Bool in
             guard state.closeReason == nil else { return false }
             state.closeReason = reason
@@ -91,13 +89,9 @@ final class RealtimeSocketTransport: RealtimeTransport, Sendable {
         guard first else { return }
         let channel = self.channel
         channel.eventLoop.execute { [self] in
-            var data = channel.allocator.buffer(capacity: 125)
-            data.write(webSocketErrorCode: code)
-            var text = Array(reason.utf8.prefix(123))
-            while String(validating: text, as: UTF8.self) == nil { text.removeLast() }
-            data.writeBytes(text)
-            let frame = WebSocketFrame(fin: true, opcode: .connectionClose, data: data)
-            write(frame).whenComplete { _ in channel.close(promise: nil) }
+            write(WebSocketFrameWriter.close(code: code, reason: reason, allocator: channel.allocator)).whenComplete { _ in
+                channel.close(promise: nil)
+            }
         }
     }
 }

@@ -3,7 +3,6 @@ import FiregateModel
 import FiregateRealtime
 import Foundation
 import NIOCore
-import NIOWebSocket
 
 /// Opens Realtime Database sockets (DESIGN §1.6): answers the upgrade of `GET /.ws` on the
 /// fast path, registers the connection (refused while a network switch holds it offline —
@@ -18,6 +17,9 @@ struct RealtimeSockets: Sendable {
     let limits = RealtimeLimits()
     /// Bytes waiting to be written to a client before it counts as not reading.
     let maxBacklogBytes = 64 << 20
+    /// A socket's reads are small (requests, pings): it keeps a small buffer for the next one,
+    /// which grows as reads fill it.
+    static let receiveBuffers = AdaptiveRecvByteBufferAllocator(minimum: 64, initial: 256, maximum: 65536)
 
     init(backend: Backend, registry: ConnectionRegistry, environment: [String: String] = ProcessInfo.processInfo.environment) {
         self.backend = backend
@@ -52,27 +54,22 @@ struct RealtimeSockets: Sendable {
         hooks.onDisconnectRan = { operations.record(.onDisconnect(client: id, path: $0.path.description, op: $0.name)) }
         let session = RealtimeSession(tree: backend.tree, namespace: namespace, identity: identity, transport: transport, hooks: hooks, limits: limits)
         let controls = ConnectionControls(
-            drop: { error in transport.close(code: .goingAway, reason: error.message) },
+            drop: { error in transport.close(code: WebSocketFrameReader.Code.goingAway, reason: error.message) },
             revokeAuth: { status, reason in session.revokeAuth(status: status, reason: reason) },
             reset: {
                 session.forgetOnDisconnect()
-                transport.close(code: .goingAway, reason: "The emulator was reset.")
+                transport.close(code: WebSocketFrameReader.Code.goingAway, reason: "The emulator was reset.")
             })
         guard registry.open(info, controls: controls) != nil else {
             return refuse(context, status: "503 Service Unavailable", "This connection is offline: a Firegate network switch refuses it (PUT /emulator/v1/connections/network).")
         }
         let accept = "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: \(request.acceptValue)\r\n\r\n"
         context.write(NIOAny(context.channel.allocator.buffer(string: accept)), promise: nil)
-        let socket = RealtimeSocketHandler(session: session, transport: transport) { reason in registry.close(id, reason: reason) }
+        let socket = RealtimeSocketHandler(session: session, transport: transport, maxMessageBytes: limits.maxMessageBytes,
+                                           idleTimeout: idleTimeout) { reason in registry.close(id, reason: reason) }
         do {
-            try context.pipeline.syncOperations.addHandlers([
-                WebSocketFrameEncoder(),
-                ByteToMessageHandler(WebSocketFrameDecoder(maxFrameSize: limits.maxMessageBytes)),
-                WebSocketProtocolErrorHandler(),
-                NIOWebSocketFrameAggregator(minNonFinalFragmentSize: 0, maxAccumulatedFrameCount: 1 << 16, maxAccumulatedFrameSize: limits.maxMessageBytes),
-                IdleStateHandler(readTimeout: idleTimeout),
-                socket,
-            ], position: .after(context.handler))
+            try context.channel.syncOptions?.setOption(ChannelOptions.recvAllocator, value: RealtimeSockets.receiveBuffers)
+            try context.pipeline.syncOperations.addHandler(socket, position: .after(context.handler))
         } catch {
             registry.close(id, reason: "The socket could not be set up: \(error)")
             context.close(promise: nil)
