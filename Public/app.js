@@ -735,7 +735,11 @@
         h('td', null, h('button', {
           type: 'button', class: 'ghost small', 'data-testid': 'connection-drop-' + c.id, text: 'Drop',
           title: 'Drop this connection once; the SDK reconnects at once', onclick: () => drop(c.id),
-        })))));
+        }), c.protocol === 'rtdb-websocket' && c.auth && c.auth.uid ? h('button', {
+          type: 'button', class: 'ghost small', 'data-testid': 'connection-revoke-' + c.id, text: 'Revoke auth',
+          title: 'Revoke the credential this socket authenticated with: the SDK gets "ac" and reconnects',
+          onclick: () => revokeAuth(c.id),
+        }) : null))));
       fill($('switches-list'), switches.map((sw) => {
         const match = Object.entries(sw.match).map(([k, v]) => `${k}=${v}`).join(', ');
         return h('li', { 'data-testid': 'switch-' + match },
@@ -751,6 +755,15 @@
         await api(`/emulator/v1/connections/${encodeURIComponent(id)}:drop`, { method: 'POST' });
       } catch (err) {
         showError($('connections-error'), 'Drop: ' + err.message);
+      }
+      refresh();
+    }
+
+    async function revokeAuth(id) {
+      try {
+        await api(`/emulator/v1/connections/${encodeURIComponent(id)}:revokeAuth`, { method: 'POST', body: {} });
+      } catch (err) {
+        showError($('connections-error'), 'Revoke auth: ' + err.message);
       }
       refresh();
     }

@@ -11,6 +11,7 @@ clients/python/artifacts/ (git-ignored).
 import json
 import os
 import shutil
+import time
 import uuid
 from pathlib import Path
 
@@ -314,6 +315,38 @@ def test_dashboard_asks_for_the_admin_token(browser):
     finally:
         context.close()
         stop_server(proc)
+
+
+def test_dashboard_shows_rtdb_sockets_drops_one_and_revokes_its_auth(dashboard_url, page, namespace):
+    """A Realtime Database socket appears under Connections with its namespace, app and user;
+    Revoke auth sends it `ac`; Drop closes it (and its onDisconnect runs)."""
+    import base64
+    import json as _json
+    from rtdb_socket import RealtimeSocket
+
+    claims = base64.urlsafe_b64encode(_json.dumps({"sub": "dash-user"}).encode()).decode().rstrip("=")
+    sock = RealtimeSocket(dashboard_url, namespace, headers={"X-Firebase-GMPID": "1:dash:rtdb", "Authorization": f"Bearer e30.{claims}.x"})
+    cid = sock.hello["s"].split("-")[0]
+    try:
+        assert sock.request("o", {"p": "/presence/me", "d": "offline"})["s"] == "ok"
+        page.goto(dashboard_url + "/#connections")
+        row = page.get_by_test_id(f"connection-{cid}")
+        expect(row).to_contain_text("rtdb-websocket")
+        expect(row).to_contain_text(namespace)
+        expect(row).to_contain_text("1:dash:rtdb · dash-user")
+        page.get_by_test_id(f"connection-revoke-{cid}").click()
+        assert sock.wait_push(lambda a, b: a == "ac")[1]["s"] == "invalid_token"
+        page.get_by_test_id(f"connection-drop-{cid}").click()
+        code, _ = sock.wait_closed()
+        assert code == 1001
+        expect(page.get_by_test_id(f"connection-{cid}")).to_have_count(0)
+        deadline = time.time() + 10
+        while requests.get(f"{dashboard_url}/presence/me.json", params={"ns": namespace}).json() != "offline":
+            assert time.time() < deadline
+            time.sleep(0.05)
+        assert page.errors == []
+    finally:
+        sock.close()
 
 
 def test_dashboard_lists_real_sdk_connections_and_switches_them(dashboard_url, page, project):

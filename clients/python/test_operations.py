@@ -863,6 +863,15 @@ def test_tls_round_trip(tmp_path, project):
                                       response_deserializer=doc_types.Document.deserialize)
             got = get(fs_types.GetDocumentRequest(name=written["name"]), timeout=WAIT)
             assert got.fields["over"].string_value == "tls"
+
+        # The Realtime Database's sockets under TLS: wss on the same port.
+        import ssl
+        from rtdb_socket import RealtimeSocket
+        context = ssl.create_default_context(cafile=str(cert))
+        sock = RealtimeSocket(base, "secure-ns", ssl=context)
+        assert sock.put("/over", "wss") == {"s": "ok", "d": ""}
+        assert sock.request("g", {"p": "/over"}) == {"s": "ok", "d": "wss"}
+        sock.close()
     finally:
         stop_server(proc)
 

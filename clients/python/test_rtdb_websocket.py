@@ -151,6 +151,20 @@ def test_a_tagged_query_gets_its_window_with_its_tag_and_the_changes_to_it(base_
     assert connection(base_url, conn_id_of(sock))["listens"] == 2
 
 
+def test_many_listens_on_one_socket_are_kept_apart(base_url, namespace, sock):
+    for i in range(40):
+        assert sock.listen(f"/many/{i}")["s"] == "ok"
+    for i in range(0, 40, 2):
+        assert sock.request("n", {"p": f"/many/{i}"})["s"] == "ok"
+    assert connection(base_url, conn_id_of(sock))["listens"] == 20
+    for i in range(40):
+        requests.put(f"{base_url}/many/{i}.json", params={"ns": namespace}, json=i)
+    sock.wait_push(lambda a, b: b["p"] == "many/39")
+    sock.ping()
+    got = sorted(b["d"] for a, b in sock.pushes if b["d"] is not None)
+    assert got == list(range(1, 40, 2))
+
+
 def test_bad_query_objects_are_refused_with_a_reply(sock):
     for q in [{"l": -1}, {"i": 5}, {"sp": {"x": 1}}, {"zz": 1}, {"i": ".key", "sp": 3}, {"vf": "x", "l": 1}]:
         reply = sock.listen("/a", query=q, tag=1)

@@ -51,6 +51,82 @@ def test_a_binary_frame_closes_the_socket_with_1003(base_url, namespace):
     assert code == 1003 and "Binary frames" in reason
 
 
+def raw_socket(base_url, namespace):
+    """A socket opened by hand, for frames no WebSocket library sends: returns it after the hello."""
+    import base64 as b64
+    host, port = base_url.split("://")[1].split(":")
+    raw = socket.create_connection((host, int(port)), timeout=5)
+    key = b64.b64encode(os.urandom(16)).decode()
+    raw.sendall(f"GET /.ws?v=5&ns={namespace} HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                f"Sec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n\r\n".encode())
+    head = b""
+    while b"\r\n\r\n" not in head:
+        head += raw.recv(1)
+    assert head.startswith(b"HTTP/1.1 101"), head
+    return raw, read_frame(raw)
+
+
+def read_frame(raw):
+    """(opcode, payload) of the next server frame."""
+    def exactly(n):
+        data = b""
+        while len(data) < n:
+            chunk = raw.recv(n - len(data))
+            if not chunk:
+                raise EOFError
+            data += chunk
+        return data
+    first, second = exactly(2)
+    length = second & 0x7F
+    if length == 126:
+        length = int.from_bytes(exactly(2), "big")
+    elif length == 127:
+        length = int.from_bytes(exactly(8), "big")
+    return first & 0x0F, exactly(length)
+
+
+def frame(opcode, payload, fin=True, masked=True, rsv=0):
+    mask = os.urandom(4) if masked else b""
+    n = len(payload)
+    head = bytes([(0x80 if fin else 0) | rsv | opcode])
+    length = bytes([n]) if n < 126 else bytes([126]) + n.to_bytes(2, "big")
+    if masked:
+        length = bytes([length[0] | 0x80]) + length[1:]
+        payload = bytes(b ^ mask[i % 4] for i, b in enumerate(payload))
+    return head + length + mask + payload
+
+
+def test_fragmented_messages_are_joined_and_websocket_pings_answered(base_url, namespace):
+    raw, hello = raw_socket(base_url, namespace)
+    assert hello[0] == 1 and json.loads(hello[1])["d"]["t"] == "h"
+    raw.sendall(frame(0x9, b"hi"))
+    assert read_frame(raw) == (0xA, b"hi")
+    message = json.dumps({"t": "d", "d": {"r": 1, "a": "g", "b": {"p": "/"}}}).encode()
+    raw.sendall(frame(0x1, message[:10], fin=False) + frame(0x0, message[10:20], fin=False))
+    raw.sendall(frame(0x9, b"in between"))  # control frames may come between fragments
+    assert read_frame(raw) == (0xA, b"in between")
+    raw.sendall(frame(0x0, message[20:]))
+    opcode, payload = read_frame(raw)
+    assert opcode == 1 and json.loads(payload) == {"t": "d", "d": {"r": 1, "b": {"s": "ok", "d": None}}}
+    raw.close()
+
+
+@pytest.mark.parametrize("bad, code, words", [
+    (frame(0x1, b"{}", masked=False), 1002, "masked"),
+    (frame(0x1, b"{}", rsv=0x40), 1002, "Reserved bits"),
+    (frame(0x0, b"{}"), 1002, "continuation"),
+    (frame(0x3, b""), 1002, "Unknown opcode"),
+    (frame(0x9, b"x" * 126), 1002, "Control frames"),
+    (frame(0x1, b"{", fin=False) + frame(0x1, b"}"), 1002, "began before"),
+])
+def test_broken_framing_closes_the_socket_with_a_protocol_error(base_url, namespace, bad, code, words):
+    raw, _ = raw_socket(base_url, namespace)
+    raw.sendall(bad)
+    opcode, payload = read_frame(raw)
+    assert opcode == 8 and int.from_bytes(payload[:2], "big") == code and words in payload[2:].decode()
+    raw.close()
+
+
 def test_json_that_names_no_request_gets_a_server_error_and_the_socket_stays(base_url, namespace):
     s = RealtimeSocket(base_url, namespace)
     for message in [[1, 2], {"t": "x", "d": {}}, {"t": "d"}, {"t": "d", "d": 5}, {"t": "d", "d": {"a": "q", "b": {}}}, {"t": "c", "d": {}}]:
