@@ -2,6 +2,8 @@
 # Runs the examples in other languages against a Firegate server:
 #
 #   clients/node/offline_listen.mjs     Node.js 20+, built-in fetch, an edge listen over SSE
+#   clients/node/rtdb_presence.mjs      Node.js 20+, built-in WebSocket: presence on a socket
+#                                       switched offline by the test
 #   clients/shell/walkthrough.sh        bash + curl + python3, the main flows
 #
 #   bash clients/examples.sh
@@ -82,6 +84,7 @@ fi
 # The examples, as "name|command…" (commands get the base URL as their last argument).
 EXAMPLES=(
     "node/offline_listen.mjs|node clients/node/offline_listen.mjs"
+    "node/rtdb_presence.mjs|node --experimental-websocket clients/node/rtdb_presence.mjs"
     "shell/walkthrough.sh|bash clients/shell/walkthrough.sh"
 )
 
