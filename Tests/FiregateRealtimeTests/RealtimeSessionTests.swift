@@ -110,6 +110,23 @@ final class RealtimeSessionTests: XCTestCase {
         XCTAssertFalse(transport.sent.contains(where: reply(6)))
     }
 
+    func testAListenTheServerEndsIsRevokedWithItsPathAndQuery() async throws {
+        let transport = RecordingTransport()
+        let s = session(transport)
+        request(s, 1, "q", #"{"p":"/a","q":{"i":".key","l":1},"t":3,"h":""}"#)
+        request(s, 2, "q", #"{"p":"/b","h":""}"#)
+        _ = try await transport.waitFor(reply(2))
+        XCTAssertEqual(s.listenCount, 2)
+        // What security rules will do when a listen loses access: the namespace ends its streams.
+        await tree.cancelStreams(namespace: "ns", reason: "Permission denied")
+        let sent = try await transport.waitFor { $0.contains(#""p":"b""#) && $0.contains(#""a":"c""#) }
+        XCTAssertTrue(sent.contains(#"{"t":"d","d":{"a":"c","b":{"p":"a","q":{"i":".key","l":1}}}}"#))
+        XCTAssertTrue(sent.contains(#"{"t":"d","d":{"a":"c","b":{"p":"b"}}}"#))
+        XCTAssertEqual(s.listenCount, 0)
+        s.securityDebug("rule at /a: false")
+        XCTAssertEqual(transport.sent.last, #"{"t":"d","d":{"a":"sd","b":{"msg":"rule at /a: false"}}}"#)
+    }
+
     func testAuthChangesTheIdentityAndARevocationIsPushed() async throws {
         let transport = RecordingTransport()
         let s = session(transport)

@@ -244,6 +244,23 @@ def test_ondisconnect_runs_once_when_the_client_closes_with_server_time_then(bas
     assert rest(base_url, namespace, "rooms/r2/count") == 1  # exactly once
 
 
+def test_a_reconnected_socket_registers_again_and_its_own_operations_run_when_it_closes(base_url, namespace):
+    first = RealtimeSocket(base_url, namespace)
+    register_presence(first)
+    requests.post(f"{base_url}/emulator/v1/connections/{conn_id_of(first)}:drop")
+    first.wait_closed()
+    wait_rest(base_url, namespace, "presence/me/state", "offline")
+    # The SDK reconnects with its last session id, registers again and writes "online".
+    second = RealtimeSocket(base_url, namespace, ls=first.hello["s"])
+    assert second.hello["s"] != first.hello["s"]
+    assert second.request("o", {"p": "/presence/me", "d": {"state": "gone", "at": {".sv": "timestamp"}}})["s"] == "ok"
+    assert second.put("/presence/me", {"state": "online"})["s"] == "ok"
+    time.sleep(0.2)
+    assert rest(base_url, namespace, "presence/me") == {"state": "online"}  # the first socket's ran once only
+    second.close()
+    wait_rest(base_url, namespace, "presence/me/state", "gone")
+
+
 def test_ondisconnect_cancel_removes_the_operations_at_and_below_the_path(base_url, namespace):
     s = RealtimeSocket(base_url, namespace)
     s.request("o", {"p": "/x/a", "d": 1})

@@ -223,6 +223,52 @@ def test_a_socket_that_never_speaks_is_closed_after_the_idle_timeout(monkeypatch
         stop_server(proc)
 
 
+def test_a_head_that_never_ends_is_closed_after_the_idle_timeout(monkeypatch, namespace):
+    monkeypatch.setenv("FIREGATE_WS_IDLE_TIMEOUT_SECONDS", "1")
+    proc, base = start_server()
+    try:
+        host, port = base.split("://")[1].split(":")
+        with socket.create_connection((host, int(port)), timeout=5) as raw:
+            raw.sendall(b"GET /.ws?ns=x HTTP/1.1\r\nHost: x\r\n")
+            start = time.monotonic()
+            assert raw.recv(100) == b""
+            assert 0.8 <= time.monotonic() - start < 4
+    finally:
+        stop_server(proc)
+
+
+def test_an_upgrade_after_a_fast_path_request_on_the_same_connection(base_url, namespace):
+    """A connection may read a location first and then become a socket (the request order is kept)."""
+    import base64 as b64
+    requests.put(f"{base_url}/first.json", params={"ns": namespace}, json=1)
+    host, port = base_url.split("://")[1].split(":")
+    with socket.create_connection((host, int(port)), timeout=5) as raw:
+        key = b64.b64encode(os.urandom(16)).decode()
+        raw.sendall(f"GET /first.json?ns={namespace} HTTP/1.1\r\nHost: x\r\n\r\n"
+                    f"GET /.ws?v=5&ns={namespace} HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                    f"Sec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n\r\n".encode())
+        data = b""
+        while data.count(b"\r\n\r\n") < 2:
+            data += raw.recv(4096)
+        first, rest = data.split(b"\r\n\r\n", 1)
+        assert first.startswith(b"HTTP/1.1 200") and rest.startswith(b"1HTTP/1.1 101 Switching Protocols")
+        opcode, payload = read_frame_after(raw, rest.split(b"\r\n\r\n", 1)[1])
+        assert opcode == 1 and json.loads(payload)["d"]["t"] == "h"
+
+
+def read_frame_after(raw, already):
+    class Replay:
+        def __init__(self, data):
+            self.data = data
+
+        def recv(self, n):
+            if self.data:
+                out, self.data = self.data[:n], self.data[n:]
+                return out
+            return raw.recv(n)
+    return read_frame(Replay(already))
+
+
 def hostile_json(rng, depth=0):
     kind = rng.randrange(10 if depth < 6 else 6)
     if kind == 0:

@@ -9,9 +9,21 @@ final class RealtimeUpgradeHandler: ChannelInboundHandler, RemovableChannelHandl
 
     let sockets: RealtimeSockets
     private var buffered: ByteBuffer?
+    /// A head that does not arrive within the sockets' idle timeout ends the connection.
+    private var deadline: Scheduled<Void>?
 
     init(sockets: RealtimeSockets) {
         self.sockets = sockets
+    }
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        let channel = context.channel
+        deadline = context.eventLoop.scheduleTask(in: sockets.idleTimeout) { channel.close(promise: nil) }
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        deadline?.cancel()
+        deadline = nil
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
