@@ -18,15 +18,9 @@ extension TreeSync {
         case "remove":
             kind = .set(.null)
         case "update":
-            guard case .object(let members)? = value else { throw .invalidArgument("onDisconnect update needs an object of children or paths.") }
-            var entries: [(TreePath, JSON)] = []
-            for (key, json) in members {
-                let relative: TreePath
-                do { relative = try TreePath(validating: key) } catch { throw TreeNodeDecoder.invalidKeyError }
-                guard !relative.isRoot else { throw TreeNodeDecoder.invalidKeyError }
-                _ = try TreeWriteValue.prepare(json, at: path.appending(relative))
-                entries.append((relative, json))
-            }
+            guard let value, case .object = value else { throw .invalidArgument("onDisconnect update needs an object of children or paths.") }
+            _ = try TreeUpdateEntry.prepare(value, under: path)
+            let entries = try TreeUpdateEntry.relativePaths(of: value)
             if entries.isEmpty { return ["path": .string(path.description), "op": "update", "state": "registered"] }
             kind = .update(entries)
         default:
