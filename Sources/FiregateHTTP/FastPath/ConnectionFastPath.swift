@@ -54,6 +54,8 @@ final class ConnectionFastPath: ChannelDuplexHandler, RemovableChannelHandler {
     private var answering = false
     private var readPaused = false
     private var inputClosedPending = false
+    /// A graceful shutdown came while an answer was under way.
+    private var quiescing = false
     private var needsFlush = false
     /// The last targets parsed on this connection (pollers repeat theirs).
     private var lastDocument: (raw: String, parsed: DocumentRequestPath)?
@@ -187,7 +189,7 @@ final class ConnectionFastPath: ChannelDuplexHandler, RemovableChannelHandler {
         listening?.abandon()
         listening = nil
         handOverUnread(context: context)
-        fullPath.begin()
+        fullPath.abandon()
         context.fireChannelInactive()
     }
 
@@ -207,6 +209,13 @@ final class ConnectionFastPath: ChannelDuplexHandler, RemovableChannelHandler {
                 return
             }
         }
+        // Until the full path is installed, a shutdown is this handler's to carry out: an
+        // idle connection closes now, one being answered once its answer is out.
+        if event is ChannelShouldQuiesceEvent, !passThrough {
+            quiescing = true
+            closeIfQuiesced(context: context)
+            return
+        }
         if case ChannelEvent.inputClosed = event, !passThrough {
             if answering {
                 inputClosedPending = true
@@ -216,6 +225,18 @@ final class ConnectionFastPath: ChannelDuplexHandler, RemovableChannelHandler {
             fullPath.begin()
         }
         context.fireUserInboundEventTriggered(event)
+    }
+
+    private func closeIfQuiesced(context: ChannelHandlerContext) {
+        guard quiescing, !answering, listening == nil else { return }
+        quiescing = false
+        if passThrough {
+            // Handed over meanwhile: the full path finishes what it has, then closes.
+            context.fireUserInboundEventTriggered(ChannelShouldQuiesceEvent())
+        } else {
+            flushIfNeeded(context: context)
+            context.close(promise: nil)
+        }
     }
 
     /// Whether there was anything to hand over.
@@ -403,6 +424,7 @@ final class ConnectionFastPath: ChannelDuplexHandler, RemovableChannelHandler {
             readPaused = false
             context.read()
         }
+        closeIfQuiesced(context: context)
     }
 
     /// A location not in the cache: read it from its namespace, then answer and go on with the
@@ -447,45 +469,20 @@ final class ConnectionFastPath: ChannelDuplexHandler, RemovableChannelHandler {
             readPaused = false
             context.read()
         }
+        closeIfQuiesced(context: context)
     }
 
     // MARK: Writing
 
     private func respond(_ answer: Answer, path: String, started: ContinuousClock.Instant, gzipped: Bool = false, context: ChannelHandlerContext) {
-        var out = context.channel.allocator.buffer(capacity: answer.body.count + 240)
-        out.writeStaticString("HTTP/1.1 ")
-        out.writeString("\(answer.status.code) \(ConnectionFastPath.reasonPhrase(answer.status))")
-        out.writeStaticString("\r\nContent-Type: application/json; charset=utf-8\r\n")
-        if answer.surface == .tree {
-            out.writeStaticString("Access-Control-Allow-Origin: *\r\n")
-            if answer.status == .ok { out.writeStaticString("Cache-Control: no-cache\r\n") }
-        }
-        if gzipped { out.writeStaticString("Content-Encoding: gzip\r\nVary: Accept-Encoding\r\n") }
-        out.writeStaticString("Content-Length: ")
-        out.writeString(String(answer.body.count))
-        out.writeStaticString("\r\nDate: ")
-        out.writeString(currentDate())
-        out.writeStaticString("\r\nServer: ")
-        out.writeString(FiregateServer.serverName)
-        out.writeStaticString("\r\n\r\n")
-        out.writeBytes(answer.body)
-        context.write(wrapOutboundOut(out), promise: nil)
+        let second = HTTPDate.currentSecond()
+        if date.second != second { date = (second, HTTPDate.format(second)) }
+        context.write(wrapOutboundOut(answer.encoded(gzipped: gzipped, date: date.text, allocator: context.channel.allocator)), promise: nil)
         needsFlush = true
         let duration = ContinuousClock.now - started
         metrics.requestFinished(surface: answer.surface, method: answer.method, status: answer.status.code, duration: duration)
         if logger.logLevel <= .debug {
             FiregateResponder.logRequest(logger, method: answer.method, path: path, status: answer.status.code, duration: duration, surface: answer.surface)
         }
-    }
-
-    static func reasonPhrase(_ status: HTTPResponse.Status) -> String {
-        status.reasonPhrase.isEmpty ? HTTPResponseStatus(statusCode: status.code).reasonPhrase : status.reasonPhrase
-    }
-
-    /// The `Date` header, formatted once a second per connection.
-    private func currentDate() -> String {
-        let second = HTTPDate.currentSecond()
-        if date.second != second { date = (second, HTTPDate.format(second)) }
-        return date.text
     }
 }
