@@ -189,7 +189,6 @@ final class ConnectionFastPath: ChannelDuplexHandler, RemovableChannelHandler {
         listening?.abandon()
         listening = nil
         handOverUnread(context: context)
-        fullPath.abandon()
         context.fireChannelInactive()
     }
 

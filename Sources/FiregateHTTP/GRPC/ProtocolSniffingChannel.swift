@@ -13,51 +13,38 @@ import NIOHTTP2
 /// Hummingbird has no builder for HTTP/1.1 and h2c on one plaintext port, and grpc-swift's
 /// transport owns its listening socket (reference/grpc-firestore.md §4), so the choice is made
 /// here: nothing can be read in `setup`, so a handler looks at the first bytes, installs the
-/// chosen pipeline, replays what it buffered and removes itself; `handle` waits for its choice.
+/// chosen pipeline, replays what it buffered and removes itself.
 struct ProtocolSniffingChannel: ServerChildChannel {
-    enum Value: ServerChildChannelValue {
-        case pending(EventLoopFuture<Chosen>, any Channel)
-        var channel: any Channel {
-            switch self { case .pending(_, let channel): channel }
-        }
-    }
-
-    enum Chosen: Sendable {
-        case http1(FastPathHTTP1Channel.Value)
-        case http2(HTTP2Channel.Value)
-        /// A Realtime Database socket: it runs on its pipeline alone.
-        case realtime
+    /// The connection; what serves it is decided by its first bytes.
+    struct Value: ServerChildChannelValue {
+        let channel: any Channel
     }
 
     let http1: FastPathHTTP1Channel
     let http2: HTTP2Channel
     let sockets: RealtimeSockets
+    let connections: OpenConnections
 
     func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
-        let chosen = channel.eventLoop.makePromise(of: Chosen.self)
+        connections.opened(channel)
         do {
             // The first read is the one that decides: it must already use the small buffers
             // every idle connection keeps (see `FastPathHTTP1Channel.receiveBuffers`).
             try channel.syncOptions?.setOption(ChannelOptions.recvAllocator, value: FastPathHTTP1Channel.receiveBuffers)
-            try channel.pipeline.syncOperations.addHandler(PrefaceSniffer(http1: http1, http2: http2, sockets: sockets, logger: logger,
-                                                                          chosen: chosen))
+            try channel.pipeline.syncOperations.addHandler(PrefaceSniffer(http1: http1, http2: http2, sockets: sockets, connections: connections, logger: logger))
         } catch {
-            chosen.fail(error)
             return channel.eventLoop.makeFailedFuture(error)
         }
-        return channel.eventLoop.makeSucceededFuture(.pending(chosen.futureResult, channel))
+        return channel.eventLoop.makeSucceededFuture(Value(channel: channel))
     }
 
+    /// Nothing to wait for per connection: a connection's task would keep its frames for the
+    /// connection's whole life, and idle connections are many (DESIGN §3's idle-stream memory).
+    /// The sniffer starts a task when the chosen protocol needs one (HTTP/2's connection loop,
+    /// Hummingbird's HTTP/1.1 loop once the fast path hands over); shutdown reaches every
+    /// connection through its pipeline, and `OpenConnections` keeps the server until they closed.
     func handle(value: Value, logger: Logger) async {
-        // Nothing wraps this wait: a connection's task keeps its deepest frames for its whole
-        // life, and idle connections are many (DESIGN §3's idle-stream memory). Shutdown reaches
-        // an undecided connection through its pipeline instead (`PrefaceSniffer`).
-        guard case .pending(let future, _) = value, let chosen = try? await future.get() else { return }
-        switch chosen {
-        case .http1(let value): await http1.handle(value: value, logger: logger)
-        case .http2(let value): await http2.handle(value: value, logger: logger)
-        case .realtime: return
-        }
+        await connections.runUntilDrained()
     }
 }
 
@@ -76,17 +63,17 @@ final class PrefaceSniffer: ChannelInboundHandler, RemovableChannelHandler {
     let http2: HTTP2Channel
     let sockets: RealtimeSockets
     let logger: Logger
-    let chosen: EventLoopPromise<ProtocolSniffingChannel.Chosen>
     private var buffered: ByteBuffer?
     private var decided = false
 
-    init(http1: FastPathHTTP1Channel, http2: HTTP2Channel, sockets: RealtimeSockets, logger: Logger,
-         chosen: EventLoopPromise<ProtocolSniffingChannel.Chosen>) {
+    let connections: OpenConnections
+
+    init(http1: FastPathHTTP1Channel, http2: HTTP2Channel, sockets: RealtimeSockets, connections: OpenConnections, logger: Logger) {
         self.http1 = http1
         self.http2 = http2
         self.sockets = sockets
+        self.connections = connections
         self.logger = logger
-        self.chosen = chosen
     }
 
     /// Whether `bytes` is the preface (true), cannot become it (false) or is a prefix of it (nil).
@@ -134,44 +121,54 @@ final class PrefaceSniffer: ChannelInboundHandler, RemovableChannelHandler {
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
-        if !decided { chosen.fail(error) }
+        if !decided {
+            context.close(promise: nil)
+            return
+        }
         context.fireErrorCaught(error)
     }
 
     private func choose(context: ChannelHandlerContext, _ kind: Choice) {
         decided = true
         let channel = context.channel
-        let setup: EventLoopFuture<ProtocolSniffingChannel.Chosen>
-        switch kind {
-        case .http2:
-            setup = http2.setup(channel: channel, logger: logger).flatMapThrowing { value in
-                try HTTP2ConnectionTuning.install(on: channel)
-                return .http2(value)
-            }
-        case .http1:
-            setup = http1.setup(channel: channel, logger: logger).map { .http1($0) }
-        case .realtime:
-            do {
-                try channel.pipeline.syncOperations.addHandler(RealtimeUpgradeHandler(sockets: sockets))
-                setup = channel.eventLoop.makeSucceededFuture(.realtime)
-            } catch {
-                setup = channel.eventLoop.makeFailedFuture(error)
-            }
-        }
-        setup.whenComplete { result in
-            switch result {
-            case .success(let value):
-                self.chosen.succeed(value)
-                if let bytes = self.buffered {
-                    self.buffered = nil
-                    context.fireChannelRead(self.wrapInboundOut(bytes))
-                    context.fireChannelReadComplete()
+        do {
+            switch kind {
+            case .http2:
+                let http2 = self.http2, logger = self.logger, connections = self.connections
+                http2.setup(channel: channel, logger: logger).flatMapThrowing { value in
+                    try HTTP2ConnectionTuning.install(on: channel)
+                    connections.run { await http2.handle(value: value, logger: logger) }
+                }.whenComplete { result in
+                    switch result {
+                    case .success: self.replay(context: context)
+                    case .failure(let error): self.failed(error, context: context)
+                    }
                 }
-                context.pipeline.syncOperations.removeHandler(context: context, promise: nil)
-            case .failure(let error):
-                self.chosen.fail(error)
-                context.close(promise: nil)
+                return
+            case .http1:
+                try http1.setup(channel: channel, connections: connections, logger: logger)
+            case .realtime:
+                try channel.pipeline.syncOperations.addHandler(RealtimeUpgradeHandler(sockets: sockets))
             }
+        } catch {
+            failed(error, context: context)
+            return
         }
+        replay(context: context)
+    }
+
+    /// Hands what was buffered to the chosen pipeline and leaves it.
+    private func replay(context: ChannelHandlerContext) {
+        if let bytes = buffered {
+            buffered = nil
+            context.fireChannelRead(wrapInboundOut(bytes))
+            context.fireChannelReadComplete()
+        }
+        context.pipeline.syncOperations.removeHandler(context: context, promise: nil)
+    }
+
+    private func failed(_ error: any Error, context: ChannelHandlerContext) {
+        logger.error("The connection could not be set up: \(error)")
+        context.close(promise: nil)
     }
 }
