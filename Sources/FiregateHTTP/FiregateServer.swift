@@ -85,7 +85,6 @@ public enum FiregateServer {
     static func oneProtocolPerConnection(_ responder: FiregateResponder) -> HTTPServerBuilder {
         let documents = responder.documents, metrics = responder.metrics, logger = responder.logger
         let sockets = RealtimeSockets(backend: documents.backend, registry: responder.operations.connections)
-        let connections = OpenConnections()
         let configuration = HTTP1Channel.Configuration(additionalChannelHandlers: [LingeringClose(), UnparsableRequestAnswer()])
         let grpc = FirestoreGRPCService(backend: documents.backend, listenOptions: documents.listenOptions,
                                         connections: GRPCConnections(registry: responder.operations.connections))
@@ -101,7 +100,7 @@ public enum FiregateServer {
                     try await handler(request, writer, channel)
                 }
             }, configuration: HTTP2ChannelConfiguration(streamConfiguration: streams))
-            return ProtocolSniffingChannel(http1: http1, http2: http2, sockets: sockets, connections: connections)
+            return ProtocolSniffingChannel(http1: http1, http2: http2, sockets: sockets, connections: OpenConnections())
         }
     }
 
