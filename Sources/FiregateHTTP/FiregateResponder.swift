@@ -80,7 +80,14 @@ public struct FiregateResponder: HTTPResponder {
             if request.uri.path == "/metrics" { return await scrape(request) }
             return await operations.respond(to: request, context: context)
         case .tree: return await tree.respond(to: request, context: context)
-        case .dashboard: return await staticFiles.respond(to: request, context: context)
+        case .dashboard:
+            if request.uri.path == RealtimeUpgradeRequest.path {
+                // A socket opens as its connection's first request (the protocol sniffer takes it);
+                // one that reaches the router came behind another request, or without an upgrade.
+                return TreeResponses.error(.invalidArgument(
+                    "/.ws is the Realtime Database's WebSocket endpoint: open it with an Upgrade: websocket request as a connection's first request."))
+            }
+            return await staticFiles.respond(to: request, context: context)
         }
     }
 

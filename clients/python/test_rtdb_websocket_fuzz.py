@@ -208,6 +208,15 @@ def test_bad_upgrades_get_an_rtdb_error_body(base_url, namespace):
         assert body["error"]
 
 
+def test_ws_as_a_plain_request_behind_another_gets_an_rtdb_error(base_url, namespace):
+    session = requests.Session()
+    assert session.get(f"{base_url}/healthz").status_code == 200
+    for method in ("GET", "POST"):
+        r = session.request(method, f"{base_url}/.ws", params={"v": "5", "ns": namespace})
+        assert r.status_code == 400 and "WebSocket endpoint" in r.json()["error"]
+    assert requests.get(f"{base_url}/.ws", params={"v": "5"}).status_code == 400
+
+
 def test_a_socket_that_never_speaks_is_closed_after_the_idle_timeout(monkeypatch, namespace):
     monkeypatch.setenv("FIREGATE_WS_IDLE_TIMEOUT_SECONDS", "1")
     proc, base = start_server()
