@@ -159,7 +159,7 @@ def test_many_listens_on_one_socket_are_kept_apart(base_url, namespace, sock):
     assert connection(base_url, conn_id_of(sock))["listens"] == 20
     for i in range(40):
         requests.put(f"{base_url}/many/{i}.json", params={"ns": namespace}, json=i)
-    sock.wait_push(lambda a, b: b["p"] == "many/39")
+    sock.wait_push(lambda a, b: b["p"] == "many/39" and b["d"] == 39)
     sock.ping()
     got = sorted(b["d"] for a, b in sock.pushes if b["d"] is not None)
     assert got == list(range(1, 40, 2))
