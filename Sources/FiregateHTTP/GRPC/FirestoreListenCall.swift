@@ -44,13 +44,11 @@ struct FirestoreListenCall {
         var targets = ListenTargets(database: database, startingAfter: subscription.startsAfter)
         return await withGracefulShutdownHandler {
             do {
-                for response in try targets.handle(first) { try await responses.send(response) }
+                try await responses.send(all: try targets.handle(first))
                 ticket?.setListens(targets.count)
                 while true {
                     let (pending, ended) = inbox.take()
-                    for request in pending {
-                        for response in try targets.handle(request) { try await responses.send(response) }
-                    }
+                    for request in pending { try await responses.send(all: try targets.handle(request)) }
                     ticket?.setListens(targets.count)
                     // A half-close only says the client has no more targets to send: the stream
                     // goes on until the client cancels it or the server ends it.
@@ -63,7 +61,7 @@ struct FirestoreListenCall {
                     case .closed(let error): return FiregateError(.unavailable, error.message)
                     case .heartbeat: out = []
                     }
-                    for response in out { try await responses.send(response) }
+                    try await responses.send(all: out)
                 }
             } catch {
                 return ErrorResponse.normalize(error)

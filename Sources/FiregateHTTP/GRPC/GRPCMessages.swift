@@ -95,6 +95,22 @@ struct GRPCMessageWriter<Body: ResponseBodyWriter> {
         try await body.write(frame)
     }
 
+    /// Sends `messages` in one write (one DATA frame when they fit): a commit's responses to a
+    /// Listen stream go out together, one wake-up of the connection per stream.
+    mutating func send<Message: SwiftProtobuf.Message>(all messages: [Message]) async throws {
+        guard messages.count > 1 else {
+            if let only = messages.first { try await send(only) }
+            return
+        }
+        var frames = try GRPCFraming.frame(messages[0])
+        for message in messages.dropFirst() {
+            var next = try GRPCFraming.frame(message)
+            frames.writeBuffer(&next)
+        }
+        await ticket?.pace()
+        try await body.write(frames)
+    }
+
     /// Ends the call with `status` (nil is OK) in the trailers.
     consuming func finish(_ status: FiregateError?) async throws {
         try await body.finish(ErrorResponse.grpcTrailers(status))

@@ -179,14 +179,14 @@ struct ListenTargets {
                         responses.append(ListenTargets.removedDocument(database.id.resourceName(change.document.path), id, deleted: deleted,
                                                                        readTime: record.commitTime))
                     } else {
-                        responses.append(documentChange(change.document, id, mask: matches.query.projection))
+                        responses.append(documentChange(change.document, id, mask: matches.query.projection, at: record.sequence))
                     }
                 }
                 target.kind = .query(matches, window: next)
             case .documents(let paths):
                 for change in record.changes where paths.contains(change.path) {
                     if let after = change.after {
-                        responses.append(documentChange(after, id, mask: nil))
+                        responses.append(documentChange(after, id, mask: nil, at: record.sequence))
                     } else if change.before != nil {
                         responses.append(ListenTargets.removedDocument(database.id.resourceName(change.path), id, deleted: true,
                                                                        readTime: record.commitTime))
@@ -235,9 +235,15 @@ struct ListenTargets {
 
     private func token(_ sequence: Int64) -> Data { Data(database.resumeToken(sequence: sequence).utf8) }
 
-    private func documentChange(_ document: Document, _ id: Int32, mask: [FieldPath]?) -> ListenResponse {
+    /// `sequence`: the commit the document is as of, when it comes from one (its message is then
+    /// shared with the other streams that commit reaches).
+    private func documentChange(_ document: Document, _ id: Int32, mask: [FieldPath]?, at sequence: Int64? = nil) -> ListenResponse {
         var response = ListenResponse()
-        response.documentChange.document = document.proto(database: database.id, mask: mask)
+        if let sequence, mask == nil {
+            response.documentChange.document = CommittedDocumentProtos.shared.proto(document, database: database.id, sequence: sequence)
+        } else {
+            response.documentChange.document = document.proto(database: database.id, mask: mask)
+        }
         response.documentChange.targetIds = [id]
         return response
     }
