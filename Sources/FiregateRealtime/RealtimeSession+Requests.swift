@@ -146,8 +146,7 @@ extension RealtimeSession {
             state.withLock { $0.onDisconnect.add(OnDisconnectOperation(path: path, kind: .set(data), registered: true)) }
         case "om":
             guard !path.isPriority else { throw TreePath.invalidPathError }
-            _ = try TreeUpdateEntry.prepare(data, under: path)
-            let entries = try TreeUpdateEntry.relativePaths(of: data)
+            let entries = try TreeUpdateEntry.checkedRelativePaths(of: data, under: path).raw
             if !entries.isEmpty {
                 state.withLock { $0.onDisconnect.add(OnDisconnectOperation(path: path, kind: .update(entries), registered: true)) }
             }

@@ -200,6 +200,8 @@ public final class RealtimeSession: Sendable {
             return
         }
         guard let update = frame.update else { return }
+        // Untagged listens of one location and format get the same bytes: encoded once per frame.
+        guard let tag else { return send(frame.derivedEncoding { RealtimeOutbound.push(update, at: key.path, tag: nil) }) }
         send(RealtimeOutbound.push(update, at: key.path, tag: tag))
     }
 

@@ -1,4 +1,5 @@
 import FiregateModel
+import Synchronization
 
 /// One server-sent event in `text/event-stream` framing (`event: put\ndata: {…}\n\n`), built
 /// once per location and change and shared by every stream that sends it. `update` keeps the
@@ -17,6 +18,8 @@ public final class TreeStreamFrame: Sendable {
     public let bytes: [UInt8]
     /// The `put` or `patch` this frame carries; nil for keep-alive and cancel.
     public let update: TreeStreamUpdate?
+    /// The frame in another wire's encoding (a socket push), made once for every subscriber.
+    private let derived = Mutex<[UInt8]?>(nil)
 
     public init(kind: Kind, data: [UInt8], update: TreeStreamUpdate? = nil) {
         self.kind = kind
@@ -30,6 +33,15 @@ public final class TreeStreamFrame: Sendable {
 
     public convenience init(_ update: TreeStreamUpdate, format: TreeFormat) {
         self.init(kind: update.kind, data: update.payload(format: format), update: update)
+    }
+
+    /// The frame as another wire encodes it: `make` runs for the first subscriber that asks,
+    /// the others share its bytes (a thousand sockets on one location encode a change once).
+    public func derivedEncoding(_ make: () -> [UInt8]) -> [UInt8] {
+        if let bytes = derived.withLock({ $0 }) { return bytes }
+        let bytes = make()
+        derived.withLock { $0 = bytes }
+        return bytes
     }
 
     /// `event: keep-alive` / `data: null`, the same frame for every stream.

@@ -89,11 +89,21 @@ public struct TreeUpdateEntry: Sendable {
 
     /// `relativePaths(of:)` validated for writing under `path`: server values stay unresolved.
     public static func prepare(_ object: JSON, under path: TreePath) throws(FiregateError) -> [TreeUpdateEntry] {
-        var entries: [TreeUpdateEntry] = []
-        for (relative, json) in try relativePaths(of: object) {
-            entries.append(TreeUpdateEntry(path: relative, value: try TreeWriteValue.prepare(json, at: path.appending(relative))))
+        try checkedRelativePaths(of: object, under: path).prepared
+    }
+
+    /// The entries as given (JSON, for an onDisconnect to resolve later) once each has been
+    /// validated for writing under `path`, and their prepared form.
+    public static func checkedRelativePaths(of object: JSON, under path: TreePath) throws(FiregateError)
+        -> (raw: [(TreePath, JSON)], prepared: [TreeUpdateEntry])
+    {
+        let raw = try relativePaths(of: object)
+        var prepared: [TreeUpdateEntry] = []
+        prepared.reserveCapacity(raw.count)
+        for (relative, json) in raw {
+            prepared.append(TreeUpdateEntry(path: relative, value: try TreeWriteValue.prepare(json, at: path.appending(relative))))
         }
-        return entries
+        return (raw, prepared)
     }
 
     /// The error for an update whose paths overlap.

@@ -19,8 +19,7 @@ extension TreeSync {
             kind = .set(.null)
         case "update":
             guard let value, case .object = value else { throw .invalidArgument("onDisconnect update needs an object of children or paths.") }
-            _ = try TreeUpdateEntry.prepare(value, under: path)
-            let entries = try TreeUpdateEntry.relativePaths(of: value)
+            let entries = try TreeUpdateEntry.checkedRelativePaths(of: value, under: path).raw
             if entries.isEmpty { return ["path": .string(path.description), "op": "update", "state": "registered"] }
             kind = .update(entries)
         default:

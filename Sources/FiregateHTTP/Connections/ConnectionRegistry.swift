@@ -53,9 +53,10 @@ final class ConnectionRegistry: Sendable {
     func open(_ info: ConnectionInfo, controls: ConnectionControls) -> String? {
         let opened = state.withLock { state -> ConnectionInfo? in
             var info = info
-            if info.id.isEmpty { info.id = "c\(state.nextID)" }
+            let fresh = info.id.isEmpty
+            if fresh { info.id = "c\(state.nextID)" }
             guard !state.switches.contains(where: { !$0.online && $0.match.matches(info) }) else { return nil }
-            if info.id == "c\(state.nextID)" { state.nextID += 1 }
+            if fresh { state.nextID += 1 }
             info.openedAt = backend.clock.now()
             state.entries[info.id] = Entry(info: info, controls: controls)
             return info

@@ -31,11 +31,11 @@ struct RealtimeUpgradeRequest {
     }
 
     static func parse(_ buffer: ByteBuffer) -> Parse {
-        let prefix = Array("GET \(path)".utf8)
-        guard let start = buffer.getBytes(at: buffer.readerIndex, length: min(prefix.count + 1, buffer.readableBytes)) else { return .incomplete }
-        for (i, byte) in start.prefix(prefix.count).enumerated() where byte != prefix[i] { return .other }
-        guard start.count > prefix.count else { return .incomplete }
-        guard [UInt8(ascii: " "), UInt8(ascii: "?"), UInt8(ascii: "/")].contains(start[prefix.count]) else { return .other }
+        switch opens(buffer.readableBytesView) {
+        case nil: return .incomplete
+        case false?: return .other
+        case true?: break
+        }
         let view = buffer.readableBytesView
         guard let end = headEnd(view) else {
             return view.count > SimpleRequest.maxHeadLength ? .other : .incomplete
