@@ -57,6 +57,7 @@ let package = Package(
             .product(name: "Hummingbird", package: "hummingbird"),
             .product(name: "HummingbirdHTTP2", package: "hummingbird"),
             .product(name: "NIOHTTP2", package: "swift-nio-http2"),
+            .product(name: "NIOHPACK", package: "swift-nio-http2"),
             .product(name: "SwiftProtobuf", package: "swift-protobuf"),
             .product(name: "HummingbirdCore", package: "hummingbird"),
             .product(name: "HummingbirdTLS", package: "hummingbird"),
@@ -64,6 +65,7 @@ let package = Package(
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOHTTP1", package: "swift-nio"),
             .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
+            .product(name: "NIOHTTPTypesHTTP2", package: "swift-nio-extras"),
             .product(name: "Metrics", package: "swift-metrics"),
             .product(name: "Prometheus", package: "swift-prometheus"),
             .product(name: "HTTPTypes", package: "swift-http-types"),
@@ -83,6 +85,10 @@ let package = Package(
         .testTarget(name: "FiregateHTTPTests", dependencies: [
             "FiregateHTTP", "FiregateBackend", "FiregateEdge", "FiregateProto",
             .product(name: "HummingbirdTesting", package: "hummingbird"),
+            .product(name: "NIOEmbedded", package: "swift-nio"),
+            .product(name: "NIOHTTP2", package: "swift-nio-http2"),
+            .product(name: "NIOHPACK", package: "swift-nio-http2"),
+            .product(name: "SwiftProtobuf", package: "swift-protobuf"),
         ]),
     ]
 )

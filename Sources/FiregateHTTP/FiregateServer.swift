@@ -87,20 +87,20 @@ public enum FiregateServer {
         let sockets = RealtimeSockets(backend: documents.backend, registry: responder.operations.connections)
         let configuration = HTTP1Channel.Configuration(additionalChannelHandlers: [LingeringClose(), UnparsableRequestAnswer()])
         let grpc = FirestoreGRPCService(backend: documents.backend, listenOptions: documents.listenOptions,
-                                        connections: GRPCConnections(registry: responder.operations.connections))
+                                        connections: GRPCConnections(registry: responder.operations.connections, metrics: metrics))
         return HTTPServerBuilder { handler in
             let http1 = FastPathHTTP1Channel(base: HTTP1Channel(responder: handler, configuration: configuration)) { fullPath in
                 ConnectionFastPath(documents: documents, metrics: metrics, logger: logger, fullPath: fullPath, sockets: sockets)
             }
-            let streams = HTTP1Channel.Configuration(additionalChannelHandlers: [StreamQuiesceFilter()])
-            let http2 = HTTP2Channel(responder: { request, writer, channel in
+            let streams = HTTP1Channel(responder: { request, writer, channel in
                 if FirestoreGRPCService.isGRPC(request) {
                     try await grpc.respond(to: request, writer: writer, channel: channel)
                 } else {
                     try await handler(request, writer, channel)
                 }
-            }, configuration: HTTP2ChannelConfiguration(streamConfiguration: streams))
-            return ProtocolSniffingChannel(http1: http1, http2: http2, sockets: sockets, connections: OpenConnections())
+            })
+            return ProtocolSniffingChannel(http1: http1, http2: HTTP2Connection(streams: streams, grpc: grpc), sockets: sockets,
+                                           connections: OpenConnections())
         }
     }
 

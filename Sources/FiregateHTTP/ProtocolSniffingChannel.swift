@@ -21,7 +21,7 @@ struct ProtocolSniffingChannel: ServerChildChannel {
     }
 
     let http1: FastPathHTTP1Channel
-    let http2: HTTP2Channel
+    let http2: HTTP2Connection
     let sockets: RealtimeSockets
     let connections: OpenConnections
 
@@ -60,7 +60,7 @@ final class PrefaceSniffer: ChannelInboundHandler, RemovableChannelHandler {
     enum Choice { case http1, http2, realtime }
 
     let http1: FastPathHTTP1Channel
-    let http2: HTTP2Channel
+    let http2: HTTP2Connection
     let sockets: RealtimeSockets
     let logger: Logger
     private var buffered: ByteBuffer?
@@ -68,7 +68,7 @@ final class PrefaceSniffer: ChannelInboundHandler, RemovableChannelHandler {
 
     let connections: OpenConnections
 
-    init(http1: FastPathHTTP1Channel, http2: HTTP2Channel, sockets: RealtimeSockets, connections: OpenConnections, logger: Logger) {
+    init(http1: FastPathHTTP1Channel, http2: HTTP2Connection, sockets: RealtimeSockets, connections: OpenConnections, logger: Logger) {
         self.http1 = http1
         self.http2 = http2
         self.sockets = sockets
@@ -134,17 +134,7 @@ final class PrefaceSniffer: ChannelInboundHandler, RemovableChannelHandler {
         do {
             switch kind {
             case .http2:
-                let http2 = self.http2, logger = self.logger, connections = self.connections
-                http2.setup(channel: channel, logger: logger).flatMapThrowing { value in
-                    try HTTP2ConnectionTuning.install(on: channel)
-                    connections.run { await http2.handle(value: value, logger: logger) }
-                }.whenComplete { result in
-                    switch result {
-                    case .success: self.replay(context: context)
-                    case .failure(let error): self.failed(error, context: context)
-                    }
-                }
-                return
+                try http2.setup(channel: channel, connections: connections, logger: logger)
             case .http1:
                 try http1.setup(channel: channel, connections: connections, logger: logger)
             case .realtime:

@@ -4,10 +4,11 @@ import FiregateModel
 /// The in-memory state of one document database: documents with their encoded form,
 /// collection indexes, recent commit history and open transactions.
 struct DatabaseState {
-    /// A stored document and its cached wire encoding (made on first read).
+    /// A stored document and its cached wire encodings, JSON and protobuf (each made on first read).
     struct Entry {
         var document: Document
         var encoded: [UInt8]?
+        var encodedMessage: [UInt8]?
     }
 
     var documents: [ResourcePath: Entry] = [:]
@@ -35,7 +36,7 @@ struct DatabaseState {
 
     mutating func put(_ document: Document) {
         let path = document.path
-        if documents.updateValue(Entry(document: document, encoded: nil), forKey: path) == nil {
+        if documents.updateValue(Entry(document: document), forKey: path) == nil {
             let collection = path.parent
             if collections[collection] == nil { groups[collection.lastSegment, default: []].insert(collection) }
             collections[collection, default: []].insert(path)

@@ -46,6 +46,18 @@ public final class DocumentDatabase: Sendable {
         }
     }
 
+    /// The document's protobuf encoding, made by `encode` (the gRPC layer's, which this target
+    /// does not know) and cached per version like `encodedDocument`: the gRPC GetDocument fast path.
+    public func encodedMessage(_ path: ResourcePath, encode: (Document) throws -> [UInt8]) rethrows -> [UInt8]? {
+        try state.withLock { state in
+            guard let entry = state.documents[path] else { return nil }
+            if let encoded = entry.encodedMessage { return encoded }
+            let bytes = try encode(entry.document)
+            state.documents[path]?.encodedMessage = bytes
+            return bytes
+        }
+    }
+
     /// Reads one document under a consistency selector.
     public func get(_ path: ResourcePath, consistency: ReadConsistency = .latest) throws(FiregateError) -> ReadResult<Document?> {
         try batchGet([path], consistency: consistency).map { $0[0].1 }

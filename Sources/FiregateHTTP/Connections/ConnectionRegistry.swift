@@ -80,6 +80,21 @@ final class ConnectionRegistry: Sendable {
         state.withLock { state in state.entries[id]?.info.listens += delta }
     }
 
+    /// Counts a call the event loop answers at once, unless the entry's frames are delayed
+    /// (false: the call takes the paced path, which counts it).
+    func admitUndelayed(_ id: String, method: String) -> Bool {
+        state.withLock { state in
+            guard let info = state.entries[id]?.info else { return false }
+            if !state.switches.isEmpty, state.switches.contains(where: { $0.latencyMs > 0 && $0.match.matches(info) }) { return false }
+            state.entries[id]!.info.calls[method, default: 0] += 1
+            return true
+        }
+    }
+
+    func countCall(_ id: String, method: String) {
+        state.withLock { state in state.entries[id]?.info.calls[method, default: 0] += 1 }
+    }
+
     func setListens(_ id: String, _ count: Int) {
         state.withLock { state in state.entries[id]?.info.listens = count }
     }

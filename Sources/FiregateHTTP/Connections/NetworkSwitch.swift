@@ -15,6 +15,8 @@ struct ConnectionInfo: Sendable {
     var openedAt = Timestamp(microseconds: 0)
     var listens = 0
     var online = true
+    /// Calls finished on this entry, by method (gRPC).
+    var calls: [String: Int] = [:]
 
     var json: JSON {
         var members: [(String, JSON)] = [("id", .string(id)), ("protocol", .string(self.protocol))]
@@ -24,6 +26,10 @@ struct ConnectionInfo: Sendable {
         }
         members += [("auth", ["uid": uid.map(JSON.string) ?? .null]), ("openedAt", .string(openedAt.rfc3339)),
                     ("listens", .int(Int64(listens))), ("online", .bool(online))]
+        if self.protocol == "firestore-grpc" {
+            members.append(("calls", .object(.init(calls.sorted { $0.key < $1.key }.map { ($0.key, JSON.int(Int64($0.value))) },
+                                                   uniquingKeysWith: { _, last in last }))))
+        }
         return .object(.init(members, uniquingKeysWith: { _, last in last }))
     }
 }

@@ -1,8 +1,8 @@
 import FiregateBackend
 import FiregateModel
 import FiregateProto
+import NIOCore
 import SwiftProtobuf
-
 
 /// The unary and server-streaming RPCs, each the gRPC twin of a REST route.
 extension FirestoreGRPCService {
@@ -18,7 +18,22 @@ extension FirestoreGRPCService {
         return (database(id), path)
     }
 
-    func getDocument(_ request: Google_Firestore_V1_GetDocumentRequest) async throws(FiregateError) -> Google_Firestore_V1_Document {
+    /// GetDocument as a framed response: the latest version of a whole document from its cached
+    /// encoding (made once per version), else the general answer.
+    func getDocumentMessage(_ request: Google_Firestore_V1_GetDocumentRequest, database id: DatabaseID, path: ResourcePath) throws(FiregateError) -> ByteBuffer {
+        guard !request.hasMask, request.consistencySelector == nil, path.isDocument else { return try GRPCFraming.frame(try getDocument(request)) }
+        let database = database(id)
+        let encoded: [UInt8]?
+        do {
+            encoded = try database.encodedMessage(path) { document in try document.proto(database: id).serializedBytes() }
+        } catch {
+            throw .internal("Could not encode the document: \(error)")
+        }
+        guard let encoded else { throw DocumentRoutes.notFound(id, path) }
+        return GRPCFraming.frame(bytes: encoded)
+    }
+
+    func getDocument(_ request: Google_Firestore_V1_GetDocumentRequest) throws(FiregateError) -> Google_Firestore_V1_Document {
         let (database, path) = try resolve(request.name, document: true)
         let json = try request.restJSON()
         let mask = try DocumentRoutes.mask(json.member("mask"))
@@ -76,6 +91,11 @@ extension FirestoreGRPCService {
     func beginTransaction(_ request: Google_Firestore_V1_BeginTransactionRequest) async throws(FiregateError) -> Google_Firestore_V1_BeginTransactionResponse {
         let database = database(try FirestoreResourceName.database(request.database))
         return try Google_Firestore_V1_BeginTransactionResponse(restJSON: try DocumentCalls.beginTransaction(database, try request.restJSON()))
+    }
+
+    /// A durable commit's response, framed.
+    static func commitResponse(_ result: CommitResult) throws(FiregateError) -> ByteBuffer {
+        try GRPCFraming.frame(result.proto)
     }
 
     func commit(_ request: Google_Firestore_V1_CommitRequest) async throws(FiregateError) -> Google_Firestore_V1_CommitResponse {

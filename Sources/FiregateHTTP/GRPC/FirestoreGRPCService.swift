@@ -17,6 +17,13 @@ struct FirestoreGRPCService: Sendable {
 
     static let pathPrefix = "/google.firestore.v1.Firestore/"
 
+    /// The service's methods (DESIGN §1.5).
+    static let methods: Set<Substring> = [
+        "GetDocument", "ListDocuments", "CreateDocument", "UpdateDocument", "DeleteDocument", "BatchGetDocuments",
+        "BeginTransaction", "Commit", "Rollback", "RunQuery", "RunAggregationQuery", "PartitionQuery", "Listen", "Write",
+        "ListCollectionIds", "BatchWrite", "ExecutePipeline",
+    ]
+
     /// Whether an HTTP/2 request is a gRPC call (anything else goes to the HTTP responder).
     static func isGRPC(_ request: Request) -> Bool {
         request.method == .post && (request.headers[.contentType]?.hasPrefix("application/grpc") ?? false)
@@ -45,6 +52,7 @@ struct FirestoreGRPCService: Sendable {
                                  readers: readers)
         }
         ticket?.end()
+        connections.finished(request.uri.path.dropFirst(FirestoreGRPCService.pathPrefix.count), status: ticket?.terminated ?? status, ticket: ticket)
         var unsent: (any Error)?
         do { try await responses.finish(ticket?.terminated ?? status) } catch { unsent = error }
         await readers.waitForAll()
@@ -58,7 +66,9 @@ struct FirestoreGRPCService: Sendable {
         let connection = connections.connection(of: channel)
         let deadline = ContinuousClock.now + .seconds(1)
         while true {
-            if let ticket = connection.begin(scope, headers: headers, identity: identity) { return ticket }
+            if let ticket = connection.begin(scope, caller: { (headers[HTTPField.Name("x-firebase-gmpid")!], headers[.userAgent], identity) }) {
+                return ticket
+            }
             guard ContinuousClock.now < deadline, (try? await Task.sleep(for: .milliseconds(50))) != nil else { return nil }
         }
     }

@@ -10,10 +10,25 @@ import Synchronization
 /// other scopes alone.
 final class GRPCConnections: Sendable {
     let registry: ConnectionRegistry
+    let metrics: ServerMetrics
     private let open = Mutex<[ObjectIdentifier: GRPCConnection]>([:])
 
-    init(registry: ConnectionRegistry) {
+    init(registry: ConnectionRegistry, metrics: ServerMetrics) {
         self.registry = registry
+        self.metrics = metrics
+    }
+
+    /// Counts a finished call by method and status (`/metrics`) and on its connection's entry
+    /// (the dashboard); methods the service does not have are counted as "unknown".
+    func finished(_ method: Substring, status: FiregateError?, ticket: GRPCCallTicket?) {
+        let name = FirestoreGRPCService.methods.contains(method) ? String(method) : "unknown"
+        metrics.grpcCallFinished(method: name, code: status?.status.rawValue ?? "OK")
+        if let ticket { registry.countCall(ticket.entryID, method: name) }
+    }
+
+    /// A call of the event-loop path finished (counted on its entry when admitted).
+    func finished(_ method: GRPCFastPath.Method, status: FiregateError?) {
+        metrics.grpcCallFinished(method: method.rawValue, code: status?.status.rawValue ?? "OK")
     }
 
     /// The state of the connection a call's stream channel belongs to.
@@ -38,10 +53,12 @@ final class GRPCConnections: Sendable {
     /// The database a call addresses, from the metadata every client sends
     /// (`google-cloud-resource-prefix`, else the routing header `x-goog-request-params`).
     static func scope(of headers: HTTPFields) -> DatabaseID? {
-        if let prefix = headers[HTTPField.Name("google-cloud-resource-prefix")!], let id = try? FirestoreResourceName.database(prefix) {
-            return id
-        }
-        guard let params = headers[HTTPField.Name("x-goog-request-params")!] else { return nil }
+        scope(prefix: headers[HTTPField.Name("google-cloud-resource-prefix")!], params: headers[HTTPField.Name("x-goog-request-params")!])
+    }
+
+    static func scope(prefix: String?, params: String?) -> DatabaseID? {
+        if let prefix, let id = try? FirestoreResourceName.database(prefix) { return id }
+        guard let params else { return nil }
         for pair in params.split(separator: "&") {
             let parts = pair.split(separator: "=", maxSplits: 1)
             guard parts.count == 2, ["database", "name", "parent"].contains(parts[0]),
@@ -74,24 +91,40 @@ final class GRPCConnection: Sendable {
         self.peer = peer
     }
 
-    /// Admits a call on `scope`, opening its registry entry on first use; nil while a network
-    /// switch holds the scope offline.
-    func begin(_ scope: DatabaseID, headers: HTTPFields, identity: CallIdentity) -> GRPCCallTicket? {
-        let info = ConnectionInfo(protocol: "firestore-grpc", appId: headers[HTTPField.Name("x-firebase-gmpid")!],
-                                  userAgent: headers[.userAgent], peer: peer, project: scope.project, database: scope.database,
-                                  namespace: nil, uid: identity.uid)
-        return state.withLock { state -> GRPCCallTicket? in
-            var entryID = state.scopes[scope]?.entryID
-            if entryID == nil {
-                entryID = registry.open(info) { [weak self] error in self?.drop(scope, error) }
-                guard let entryID else { return nil }
-                state.scopes[scope] = Scope(entryID: entryID)
-            }
+    typealias Caller = () -> (appID: String?, userAgent: String?, identity: CallIdentity)
+
+    /// Admits a call on `scope`, opening its registry entry on first use (described by `caller`,
+    /// read only then); nil while a network switch holds the scope offline.
+    func begin(_ scope: DatabaseID, caller: Caller) -> GRPCCallTicket? {
+        state.withLock { state -> GRPCCallTicket? in
+            guard let entryID = entry(scope, in: &state, caller: caller) else { return nil }
             state.nextCall += 1
-            let ticket = GRPCCallTicket(registry: registry, entryID: entryID!, connection: self, scope: scope, number: state.nextCall)
+            let ticket = GRPCCallTicket(registry: registry, entryID: entryID, connection: self, scope: scope, number: state.nextCall)
             state.scopes[scope]!.calls[state.nextCall] = ticket
             return ticket
         }
+    }
+
+    /// The registry entry of `scope` for a call that needs no ticket (a unary call answered on
+    /// the event loop, which nothing ends early); nil while a switch holds the scope offline.
+    func entry(_ scope: DatabaseID, caller: Caller) -> String? {
+        state.withLock { state in entry(scope, in: &state, caller: caller) }
+    }
+
+    /// Whether `entryID` is still `scope`'s entry: a drop closes it, and a call admitted before
+    /// then ends UNAVAILABLE, as its connection would have.
+    func isOpen(_ scope: DatabaseID, entryID: String) -> Bool {
+        state.withLock { $0.scopes[scope]?.entryID == entryID }
+    }
+
+    private func entry(_ scope: DatabaseID, in state: inout State, caller: Caller) -> String? {
+        if let existing = state.scopes[scope]?.entryID { return existing }
+        let (appID, userAgent, identity) = caller()
+        let info = ConnectionInfo(protocol: "firestore-grpc", appId: appID, userAgent: userAgent, peer: peer,
+                                  project: scope.project, database: scope.database, namespace: nil, uid: identity.uid)
+        guard let entryID = registry.open(info, drop: { [weak self] error in self?.drop(scope, error) }) else { return nil }
+        state.scopes[scope] = Scope(entryID: entryID)
+        return entryID
     }
 
     func end(_ ticket: GRPCCallTicket) {

@@ -15,6 +15,11 @@ enum GRPCFraming {
         guard bytes.count <= maxMessageBytes else {
             throw .resourceExhausted("The response message is \(bytes.count) bytes, over the \(maxMessageBytes)-byte limit.")
         }
+        return frame(bytes: bytes)
+    }
+
+    /// An encoded message with its prefix.
+    static func frame(bytes: [UInt8]) -> ByteBuffer {
         var buffer = ByteBuffer()
         buffer.reserveCapacity(5 + bytes.count)
         buffer.writeInteger(UInt8(0))
@@ -24,10 +29,50 @@ enum GRPCFraming {
     }
 }
 
+/// Splits bytes into gRPC messages as they arrive (the async reader's and the event-loop
+/// Listen's): whole messages out, the errors a bad frame ends a call with.
+struct GRPCDeframer {
+    private var buffer = ByteBuffer()
+
+    var isEmpty: Bool { buffer.readableBytes == 0 }
+
+    mutating func append(_ bytes: inout ByteBuffer) {
+        buffer.writeBuffer(&bytes)
+    }
+
+    /// The next whole message's bytes, nil until one has arrived.
+    mutating func next() throws(FiregateError) -> ByteBuffer? {
+        guard buffer.readableBytes >= 5, let flag = buffer.getInteger(at: buffer.readerIndex, as: UInt8.self),
+              let length = buffer.getInteger(at: buffer.readerIndex + 1, as: UInt32.self) else { return nil }
+        switch flag {
+        case 0: break
+        case 1: throw .unimplemented("Compressed request messages are not supported; send them uncompressed (grpc-encoding: identity).")
+        default: throw .internal("Invalid gRPC message frame: compressed flag \(flag).")
+        }
+        guard length <= GRPCFraming.maxMessageBytes else {
+            throw .resourceExhausted("Received message larger than max (\(length) vs. \(GRPCFraming.maxMessageBytes))")
+        }
+        guard buffer.readableBytes >= 5 + Int(length) else { return nil }
+        buffer.moveReaderIndex(forwardBy: 5)
+        let message = buffer.readSlice(length: Int(length))!
+        if buffer.readableBytes == 0 { buffer.clear() }
+        return message
+    }
+
+    /// `bytes` decoded as `M`.
+    static func decode<M: SwiftProtobuf.Message>(_ bytes: ByteBuffer, as type: M.Type) throws(FiregateError) -> M {
+        do {
+            return try M(serializedBytes: Array(bytes.readableBytesView))
+        } catch {
+            throw .invalidArgument("Invalid \(M.protoMessageName) message: \(error)")
+        }
+    }
+}
+
 /// Splits a call's request body into messages as they arrive.
 struct GRPCMessageReader {
     private var body: RequestBody.AsyncIterator
-    private var buffer = ByteBuffer()
+    private var deframer = GRPCDeframer()
     /// Paces each message by the network switch's latency.
     var ticket: GRPCCallTicket?
 
@@ -39,42 +84,24 @@ struct GRPCMessageReader {
     /// CANCELLED; a bad frame throws the status the call ends with.
     mutating func next() async throws(FiregateError) -> ByteBuffer? {
         while true {
-            if buffer.readableBytes >= 5, let flag = buffer.getInteger(at: buffer.readerIndex, as: UInt8.self),
-               let length = buffer.getInteger(at: buffer.readerIndex + 1, as: UInt32.self) {
-                switch flag {
-                case 0: break
-                case 1: throw .unimplemented("Compressed request messages are not supported; send them uncompressed (grpc-encoding: identity).")
-                default: throw .internal("Invalid gRPC message frame: compressed flag \(flag).")
-                }
-                guard length <= GRPCFraming.maxMessageBytes else {
-                    throw .resourceExhausted("Received message larger than max (\(length) vs. \(GRPCFraming.maxMessageBytes))")
-                }
-                if buffer.readableBytes >= 5 + Int(length) {
-                    buffer.moveReaderIndex(forwardBy: 5)
-                    let message = buffer.readSlice(length: Int(length))!
-                    if buffer.readableBytes == 0 { buffer.clear() }
-                    await ticket?.pace()
-                    return message
-                }
+            if let message = try deframer.next() {
+                await ticket?.pace()
+                return message
             }
             let chunk: ByteBuffer?
             do { chunk = try await body.next() } catch { throw .cancelled("The call was cancelled.") }
             guard var chunk else {
-                if buffer.readableBytes > 0 { throw .internal("The request ended inside a message.") }
+                if !deframer.isEmpty { throw .internal("The request ended inside a message.") }
                 return nil
             }
-            buffer.writeBuffer(&chunk)
+            deframer.append(&chunk)
         }
     }
 
     /// The next message decoded as `M`.
     mutating func next<M: SwiftProtobuf.Message>(_ type: M.Type) async throws(FiregateError) -> M? {
         guard let bytes = try await next() else { return nil }
-        do {
-            return try M(serializedBytes: Array(bytes.readableBytesView))
-        } catch {
-            throw .invalidArgument("Invalid \(M.protoMessageName) message: \(error)")
-        }
+        return try GRPCDeframer.decode(bytes, as: M.self)
     }
 }
 

@@ -14,6 +14,7 @@ final class ServerMetrics: Sendable {
     let registry = PrometheusCollectorRegistry()
     private let factory: PrometheusMetricsFactory
     private let requests = Mutex<[RequestKey: CoreMetrics.Counter]>([:])
+    private let grpcCalls = Mutex<[String: CoreMetrics.Counter]>([:])
     private let latency: [Surface: CoreMetrics.Timer]
     private let streams: [Surface: CoreMetrics.Meter]
     /// Counters mirrored from totals kept elsewhere: the total last exported, per counter.
@@ -55,6 +56,18 @@ final class ServerMetrics: Sendable {
         }
         counter.increment()
         latency[surface]?.recordNanoseconds(duration.nanoseconds)
+    }
+
+    /// A finished gRPC call, counted by method and status name (`firegate_grpc_calls_total`).
+    func grpcCallFinished(method: String, code: String) {
+        let key = method + "|" + code
+        let counter = grpcCalls.withLock { counters in
+            if let existing = counters[key] { return existing }
+            let made = CoreMetrics.Counter(label: "firegate_grpc_calls_total", dimensions: [("method", method), ("code", code)], factory: factory)
+            counters[key] = made
+            return made
+        }
+        counter.increment()
     }
 
     func streamOpened(_ surface: Surface) { streams[surface]?.increment() }
