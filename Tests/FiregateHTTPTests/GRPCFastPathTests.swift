@@ -113,11 +113,19 @@ final class GRPCFastPathTests: XCTestCase {
         XCTAssertEqual(passed.items, ["headers 1 /google.firestore.v1.Firestore/Commit", "created 1", "data 1 \(frame.payload.dataBytes) end=true"])
         XCTAssertEqual(try written(channel).count, 0)
 
-        // Another method passes at once; a body over the held limit is handed on as it grows.
+        // A Listen without routing metadata passes at once (no scope to admit it on); with it, the
+        // call is this path's: its response head goes out.
         passed.items = []
         let listen = HTTP2StreamID(3)
-        try channel.writeInbound(HTTP2Frame(streamID: listen, payload: head("Listen").payload))
+        try channel.writeInbound(HTTP2Frame(streamID: listen, payload: head("Listen", prefix: false).payload))
         XCTAssertEqual(passed.items, ["headers 3 /google.firestore.v1.Firestore/Listen"])
+        passed.items = []
+        try channel.writeInbound(HTTP2Frame(streamID: HTTP2StreamID(7), payload: head("Listen").payload))
+        XCTAssertEqual(passed.items, [])
+        guard case .headers(let listenHead)? = try written(channel).first else { return XCTFail("no response head") }
+        XCTAssertEqual(listenHead.headers.first(name: ":status"), "200")
+
+        // A body over the held limit is handed on as it grows.
         passed.items = []
         let large = HTTP2StreamID(5)
         try channel.writeInbound(HTTP2Frame(streamID: large, payload: head("Commit").payload))

@@ -193,9 +193,13 @@ def test_named_databases_are_isolated_and_need_no_setup(channel, project):
 
 
 class ListenStream:
-    """A raw Listen call: requests go in through a queue, responses come out through another."""
+    """A raw Listen call: requests go in through a queue, responses come out through another.
+    Its metadata names the database, as every real client's does (`routed=False` leaves that out:
+    the server then serves the call as a task rather than on the event loop)."""
 
-    def __init__(self, channel, first, metadata=(("authorization", "Bearer owner"),)):
+    def __init__(self, channel, first, metadata=(("authorization", "Bearer owner"),), routed=True):
+        if routed and not any(key == "google-cloud-resource-prefix" for key, _ in metadata):
+            metadata = tuple(metadata) + (("google-cloud-resource-prefix", first.database),)
         self.requests = queue.Queue()
         self.requests.put(first)
         self.responses = queue.Queue()
@@ -430,11 +434,12 @@ def test_compressed_and_oversize_messages_get_a_status(channel, project):
     assert framed(0, 0)  # the frame layout the server reads
 
 
-def test_listen_and_write_streams_end_unavailable_when_the_server_stops(project):
+@pytest.mark.parametrize("routed", [True, False], ids=["event-loop", "task"])
+def test_listen_and_write_streams_end_unavailable_when_the_server_stops(project, routed):
     proc, base = start_server()
     ch = grpc.insecure_channel(host_of(base))
     try:
-        stream = ListenStream(ch, fs.ListenRequest(database=db_name(project), add_target=query_target(project, 1)))
+        stream = ListenStream(ch, fs.ListenRequest(database=db_name(project), add_target=query_target(project, 1)), routed=routed)
         stream.until_global_snapshot()
         writes = queue.Queue()
         writes.put(fs.WriteRequest(database=db_name(project)))

@@ -33,7 +33,11 @@ final class GRPCConnections: Sendable {
 
     /// The state of the connection a call's stream channel belongs to.
     func connection(of stream: any Channel) -> GRPCConnection {
-        let parent = stream.parent ?? stream
+        connection(ofConnection: stream.parent ?? stream)
+    }
+
+    /// The state of an HTTP/2 connection, from its own channel (the event-loop path's).
+    func connection(ofConnection parent: any Channel) -> GRPCConnection {
         let key = ObjectIdentifier(parent)
         let (connection, created) = open.withLock { open -> (GRPCConnection, Bool) in
             if let existing = open[key] { return (existing, false) }

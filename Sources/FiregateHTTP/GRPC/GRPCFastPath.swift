@@ -164,7 +164,7 @@ final class GRPCFastPath: ChannelInboundHandler {
     private func startListen(_ stream: HTTP2StreamID, _ headers: HPACKHeaders, context: ChannelHandlerContext) -> Bool {
         guard let scope = GRPCConnections.scope(prefix: headers.first(name: "google-cloud-resource-prefix"),
                                                 params: headers.first(name: "x-goog-request-params")) else { return false }
-        if connection == nil { connection = service.connections.connection(of: context.channel) }
+        if connection == nil { connection = service.connections.connection(ofConnection: context.channel) }
         guard let ticket = connection!.begin(scope, caller: {
             (headers.first(name: "x-firebase-gmpid"), headers.first(name: "user-agent"), CallIdentity(authorization: headers.first(name: "authorization")))
         }) else { return false }
@@ -213,7 +213,7 @@ final class GRPCFastPath: ChannelInboundHandler {
                                                 params: headers.first(name: "x-goog-request-params")) ?? request.scope else {
             return handOver(stream, context: context)
         }
-        if connection == nil { connection = service.connections.connection(of: context.channel) }
+        if connection == nil { connection = service.connections.connection(ofConnection: context.channel) }
         // Offline: the full path waits for the network, then refuses; delayed: it paces every frame.
         guard let entryID = connection!.entry(scope, caller: {
             (headers.first(name: "x-firebase-gmpid"), headers.first(name: "user-agent"), CallIdentity(authorization: headers.first(name: "authorization")))
