@@ -732,6 +732,7 @@
         h('td', { class: 'mono small', text: [c.project, c.database || c.namespace].filter(Boolean).join(' / ') }),
         h('td', { class: 'small', text: [c.appId, c.auth && c.auth.uid].filter(Boolean).join(' · ') || '—' }),
         h('td', { class: 'num', text: String(c.listens) }),
+        h('td', { class: 'small', 'data-testid': 'connection-calls-' + c.id, text: describeCalls(c.calls) }),
         h('td', null, h('button', {
           type: 'button', class: 'ghost small', 'data-testid': 'connection-drop-' + c.id, text: 'Drop',
           title: 'Drop this connection once; the SDK reconnects at once', onclick: () => drop(c.id),
@@ -748,6 +749,12 @@
           sw.latencyMs ? h('span', { class: 'muted small', text: ` +${sw.latencyMs} ms` }) : null, ' ',
           h('button', { type: 'button', class: 'ghost small', text: 'Clear', onclick: () => setSwitch(sw.match, true, 0) }));
       }));
+    }
+
+    // gRPC calls by method, busiest first: "GetDocument 12 · Commit 3".
+    function describeCalls(calls) {
+      const entries = Object.entries(calls || {}).sort((a, b) => b[1] - a[1]);
+      return entries.length ? entries.map(([method, n]) => `${method} ${n}`).join(' · ') : '—';
     }
 
     async function drop(id) {

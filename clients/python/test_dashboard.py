@@ -377,6 +377,7 @@ def test_dashboard_lists_real_sdk_connections_and_switches_them(dashboard_url, p
         expect(row).to_have_count(1)
         expect(row).to_contain_text("firestore-grpc")
         expect(row).to_contain_text("1:dash:web")
+        expect(row).to_contain_text("GetDocument 1")  # its calls, by method
 
         page.get_by_test_id("switch-key").select_option("project")
         page.get_by_test_id("switch-value").fill(project)

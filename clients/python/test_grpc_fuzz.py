@@ -12,8 +12,13 @@ import os
 import random
 import socket
 import struct
+import time
 
 import grpc
+import h2.config
+import h2.connection
+import h2.events
+import h2.exceptions
 import requests
 from google.cloud.firestore_v1.types import document as doc_types
 from google.cloud.firestore_v1.types import firestore as fs
@@ -84,16 +89,26 @@ def hostile_message(rng, method, project):
     return bytes(rng.randrange(256) for _ in range(rng.randrange(200)))
 
 
-def call(channel, method, payload, streaming_out, timeout=15):
+def call(channel, method, payload, streaming_out, timeout=15, metadata=(("authorization", "Bearer owner"),)):
     if streaming_out:
         stub = channel.stream_stream(SERVICE + method, request_serializer=None, response_deserializer=None)
-        responses = stub(iter([payload]), timeout=timeout, metadata=[("authorization", "Bearer owner")])
+        responses = stub(iter([payload]), timeout=timeout, metadata=list(metadata))
         for _ in responses:
             pass
         return grpc.StatusCode.OK
     stub = channel.unary_unary(SERVICE + method, request_serializer=None, response_deserializer=None)
-    stub(payload, timeout=timeout, metadata=[("authorization", "Bearer owner")])
+    stub(payload, timeout=timeout, metadata=list(metadata))
     return grpc.StatusCode.OK
+
+
+def routing(rng, project):
+    """Metadata as real clients send it, half the time (calls naming their database are served on
+    the event loop, the others as tasks), sometimes naming a hostile one."""
+    metadata = [("authorization", "Bearer owner")]
+    if rng.random() < 0.5:
+        prefix = f"projects/{project}/databases/(default)" if rng.random() < 0.8 else hostile_name(rng, project)[:200]
+        metadata.append(("google-cloud-resource-prefix", "".join(c if 32 <= ord(c) < 127 else "?" for c in prefix)))
+    return metadata
 
 
 def test_fuzz_every_grpc_method(base_url, project):
@@ -111,7 +126,7 @@ def test_fuzz_every_grpc_method(base_url, project):
             # Listen and Write streams stay open by design: bound them with a short deadline.
             timeout = 2 if method in ("Listen", "Write") else 15
             try:
-                code = call(channel, method, payload, method in STREAMING_OUT, timeout=timeout)
+                code = call(channel, method, payload, method in STREAMING_OUT, timeout=timeout, metadata=routing(rng, project))
             except grpc.RpcError as error:
                 code = error.code()
                 detail = error.details()
@@ -145,3 +160,82 @@ def test_fuzz_every_grpc_method(base_url, project):
         assert error.code() == grpc.StatusCode.NOT_FOUND
     finally:
         fresh.close()
+
+
+def test_fuzz_event_loop_calls_frame_by_frame(base_url, project):
+    """The calls the event loop answers from their frames (GetDocument, Commit, Listen), with
+    their bodies cut at random, padded, ended by trailers, reset half-way, or carrying garbage:
+    every stream that is not reset ends with a grpc-status, and the server goes on serving."""
+    seed = int(os.environ.get("FIREGATE_FUZZ_SEED", "4242"))
+    rng = random.Random(seed + 1)
+    host = base_url.split("://", 1)[1]
+    h, p = host.split(":")
+    database = f"projects/{project}/databases/(default)"
+    bodies = {
+        "GetDocument": fs.GetDocumentRequest.serialize(fs.GetDocumentRequest(name=f"{database}/documents/c/d")),
+        "Commit": fs.CommitRequest.serialize(fs.CommitRequest(database=database, writes=[write_types.Write(
+            update=doc_types.Document(name=f"{database}/documents/c/d", fields={"n": doc_types.Value(integer_value=1)}))])),
+        "Listen": fs.ListenRequest.serialize(fs.ListenRequest(database=database, add_target=fs.Target(
+            target_id=1, documents=fs.Target.DocumentsTarget(documents=[f"{database}/documents/c/d"])))),
+    }
+    for round_ in range(20):
+        sock = socket.create_connection((h, int(p)), timeout=10)
+        conn = h2.connection.H2Connection(config=h2.config.H2Configuration(client_side=True, header_encoding="utf-8"))
+        conn.initiate_connection()
+        expected = {}
+        for _ in range(rng.randrange(1, 12)):
+            stream = conn.get_next_available_stream_id()
+            method = rng.choice(list(bodies))
+            message = bodies[method]
+            shape = rng.random()
+            if shape < 0.2:
+                message = bytes(rng.randrange(256) for _ in range(rng.randrange(40)))
+            framed = struct.pack(">BI", 0 if rng.random() < 0.9 else rng.choice([1, 7]), len(message)) + message
+            if shape > 0.9:
+                framed = framed[:rng.randrange(len(framed))]  # ends inside the message
+            conn.send_headers(stream, [(":method", "POST"), (":scheme", "http"), (":path", SERVICE + method), (":authority", host),
+                                       ("content-type", "application/grpc"), ("te", "trailers"),
+                                       ("google-cloud-resource-prefix", database)])
+            cut = 0
+            while cut < len(framed):
+                size = rng.randrange(1, len(framed) - cut + 1)
+                conn.send_data(stream, framed[cut:cut + size], pad_length=rng.choice([None, None, 3]))
+                cut += size
+            ending = rng.random()
+            if ending < 0.15:
+                conn.reset_stream(stream)
+            elif ending < 0.3:
+                conn.send_headers(stream, [("x-trailer", "1")], end_stream=True)
+                expected[stream] = method
+            else:
+                conn.end_stream(stream)
+                expected[stream] = method
+        sock.sendall(conn.data_to_send())
+        statuses = {}
+        deadline = time.time() + 10
+        # Listen calls stay open by design once they have a target: reset them once they answered.
+        while time.time() < deadline and set(expected) - set(statuses):
+            try:
+                data = sock.recv(1 << 16)
+            except socket.timeout:
+                break
+            assert data, f"round {round_}: the server closed the connection"
+            for event in conn.receive_data(data):
+                if isinstance(event, h2.events.DataReceived):
+                    conn.acknowledge_received_data(event.flow_controlled_length, event.stream_id)
+                    if expected.get(event.stream_id) == "Listen" and event.stream_id not in statuses:
+                        statuses[event.stream_id] = "listening"
+                        conn.reset_stream(event.stream_id)
+                elif isinstance(event, h2.events.TrailersReceived):
+                    statuses[event.stream_id] = dict(event.headers).get("grpc-status")
+                elif isinstance(event, h2.events.ResponseReceived) and dict(event.headers).get("grpc-status"):
+                    statuses[event.stream_id] = dict(event.headers)["grpc-status"]
+                elif isinstance(event, h2.events.StreamReset) and event.stream_id not in statuses:
+                    statuses[event.stream_id] = f"reset {event.error_code}"
+            sock.sendall(conn.data_to_send())
+        sock.close()
+        missing = set(expected) - set(statuses)
+        assert not missing, f"seed {seed} round {round_}: no status for {[expected[s] for s in missing]}"
+        for stream, status in statuses.items():
+            assert status == "listening" or (status is not None and status.isdigit() and status != "2"), (stream, expected.get(stream), status)
+    assert requests.get(f"{base_url}/healthz", timeout=5).status_code == 200
