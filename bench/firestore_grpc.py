@@ -2,10 +2,13 @@
 """bench/firestore_grpc.py — Firestore over gRPC against the same server's REST (DESIGN §3), on 127.0.0.1:
 
   (a) unary GetDocument over gRPC vs REST GET of the same document: h2load drives both, h2c for
-      gRPC and HTTP/1.1 (--h1) for REST, same connections and duration, one after the other.
+      gRPC and HTTP/1.1 (--h1) for REST, same connections and duration, in alternating rounds
+      (--rounds, gRPC first then REST first, …; each rate is the mean over its rounds).
                                                                               target ≥ 0.8×
   (b) durable one-document Commit over gRPC vs the same commit over REST (:commit), h2load both
-      ways, on a server with a data dir (fsync'd, group commit).               target ≥ 1×
+      ways in alternating rounds, on a server with a data dir (fsync'd, group commit).
+      Both gRPC rows: 64 connections × 10 calls in flight (how a client channel multiplexes its
+      calls); REST: 64 connections × 1 request (all HTTP/1.1 allows).               target ≥ 1×
   (c) 1 000 Listen streams (10 HTTP/2 connections written by hand, see H2ListenConn) with a
       target on one document; a REST commit reaches all: latency from the commit's start to the
       kernel receive time of each stream's document_change, p50 and p99.
@@ -65,18 +68,33 @@ def put_doc(server, path, fields):
         r.read()
 
 
-def unary_phase(server, work, seconds):
+def alternating(grpc_run, rest_run, seconds, rounds):
+    """Rates of the two ways over `rounds` rounds in alternating order (gRPC first, then REST
+    first, …), each way's requests over its time: a drift while the phase runs (the WAL growing,
+    the machine's neighbours) weighs on both alike instead of on whichever runs second."""
+    grpc_total = rest_total = 0.0
+    for round_ in range(rounds):
+        runs = [("grpc", grpc_run), ("rest", rest_run)]
+        for name, run in runs if round_ % 2 == 0 else reversed(runs):
+            rate = run(seconds)
+            if name == "grpc":
+                grpc_total += rate
+            else:
+                rest_total += rate
+    return grpc_total / rounds, rest_total / rounds
+
+
+def unary_phase(server, work, seconds, rounds):
     put_doc(server, "rooms/r1", {"name": {"stringValue": "x" * 100}, "n": {"integerValue": "1"}})
     get = os.path.join(work, "get.bin")
     with open(get, "wb") as f:
         f.write(framed(fs.GetDocumentRequest.serialize(fs.GetDocumentRequest(name=f"{DB}/documents/rooms/r1"))))
     grpc_headers = ["-H", "content-type: application/grpc", "-H", "te: trailers", "-d", get]
-    grpc_rate = h2load(grpc_headers + [f"{server.base}{SERVICE}GetDocument"], seconds, 64, 10)
-    rest_rate = h2load(["--h1", f"{server.base}/v1/{DB}/documents/rooms/r1"], seconds, 64, 1)
-    return grpc_rate, rest_rate
+    return alternating(lambda s: h2load(grpc_headers + [f"{server.base}{SERVICE}GetDocument"], s, 64, 10),
+                       lambda s: h2load(["--h1", f"{server.base}/v1/{DB}/documents/rooms/r1"], s, 64, 1), seconds, rounds)
 
 
-def commit_phase(server, work, seconds):
+def commit_phase(server, work, seconds, rounds):
     doc = f"{DB}/documents/rooms/c1"
     request = fs.CommitRequest(database=DB, writes=[write_types.Write(update=doc_types.Document(
         name=doc, fields={"payload": doc_types.Value(string_value="y" * 200)}))])
@@ -86,11 +104,10 @@ def commit_phase(server, work, seconds):
     rest_body = os.path.join(work, "commit.json")
     with open(rest_body, "w") as f:
         json.dump({"writes": [{"update": {"name": doc, "fields": {"payload": {"stringValue": "y" * 200}}}}]}, f)
-    grpc_rate = h2load(["-H", "content-type: application/grpc", "-H", "te: trailers", "-d", grpc_body,
-                        f"{server.base}{SERVICE}Commit"], seconds, 64, 4)
-    rest_rate = h2load(["--h1", "-H", "content-type: application/json", "-d", rest_body,
-                        f"{server.base}/v1/{DB}/documents:commit"], seconds, 64, 1)
-    return grpc_rate, rest_rate
+    return alternating(lambda s: h2load(["-H", "content-type: application/grpc", "-H", "te: trailers", "-d", grpc_body,
+                                         f"{server.base}{SERVICE}Commit"], s, 64, 10),
+                       lambda s: h2load(["--h1", "-H", "content-type: application/json", "-d", rest_body,
+                                         f"{server.base}/v1/{DB}/documents:commit"], s, 64, 1), seconds, rounds)
 
 
 class H2ListenConn:
@@ -256,7 +273,8 @@ async def listen_phase(server, listeners, commits):
 
 async def main():
     ap = fgbench.argument_parser(__doc__)
-    ap.add_argument("--seconds", type=int, default=3)
+    ap.add_argument("--seconds", type=int, default=3, help="each way, per round")
+    ap.add_argument("--rounds", type=int, default=4, help="alternating rounds of the unary and commit phases")
     ap.add_argument("--listeners", type=int, default=1000)
     ap.add_argument("--commits", type=int, default=10)
     args = ap.parse_args()
@@ -271,7 +289,7 @@ async def main():
 
     server = Server(binary, PROJECT, durable=False, label="grpc-get").start()
     try:
-        grpc_get, rest_get = unary_phase(server, work, args.seconds)
+        grpc_get, rest_get = unary_phase(server, work, args.seconds, args.rounds)
     finally:
         server.stop()
     log(f"unary GetDocument over gRPC: {grpc_get:,.0f} req/s; REST GET: {rest_get:,.0f} req/s; ratio {grpc_get / rest_get:.2f}× (target ≥ 0.8×)")
@@ -280,7 +298,7 @@ async def main():
 
     server = Server(binary, PROJECT, durable=True, label="grpc-commit").start()
     try:
-        grpc_commit, rest_commit = commit_phase(server, work, args.seconds)
+        grpc_commit, rest_commit = commit_phase(server, work, args.seconds, args.rounds)
     finally:
         server.stop()
     log(f"durable Commit over gRPC: {grpc_commit:,.0f}/s; REST :commit: {rest_commit:,.0f}/s; ratio {grpc_commit / rest_commit:.2f}× (target ≥ 1×)")

@@ -1,3 +1,4 @@
+import CoreMetrics
 import FiregateBackend
 import FiregateModel
 import HTTPTypes
@@ -13,9 +14,15 @@ final class GRPCConnections: Sendable {
     let metrics: ServerMetrics
     private let open = Mutex<[ObjectIdentifier: GRPCConnection]>([:])
 
+    /// The event-loop path's calls that end OK, counted without a lookup.
+    private let succeeded: [GRPCFastPath.Method: CoreMetrics.Counter]
+
     init(registry: ConnectionRegistry, metrics: ServerMetrics) {
         self.registry = registry
         self.metrics = metrics
+        succeeded = Dictionary(uniqueKeysWithValues: [GRPCFastPath.Method.getDocument, .commit, .listen].map {
+            ($0, metrics.grpcCallCounter(method: $0.rawValue, code: "OK"))
+        })
     }
 
     /// Counts a finished call by method and status (`/metrics`) and on its connection's entry
@@ -28,7 +35,11 @@ final class GRPCConnections: Sendable {
 
     /// A call of the event-loop path finished (counted on its entry when admitted).
     func finished(_ method: GRPCFastPath.Method, status: FiregateError?) {
-        metrics.grpcCallFinished(method: method.rawValue, code: status?.status.rawValue ?? "OK")
+        if let status {
+            metrics.grpcCallFinished(method: method.rawValue, code: status.status.rawValue)
+        } else {
+            succeeded[method]?.increment()
+        }
     }
 
     /// The state of the connection a call's stream channel belongs to.

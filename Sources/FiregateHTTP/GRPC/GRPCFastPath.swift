@@ -56,7 +56,7 @@ final class GRPCFastPath: ChannelInboundHandler {
     private var listens: [HTTP2StreamID: GRPCListenStream] = [:]
     /// This connection's scopes in the connections registry (looked up on the first call).
     private var connection: GRPCConnection?
-    /// Database names this connection's commits named, parsed.
+    /// Database names this connection's calls named, parsed.
     private var databases: [String: DatabaseID] = [:]
     /// Answers are flushed together: once per read, or once per loop turn for commits that
     /// became durable together.
@@ -160,10 +160,24 @@ final class GRPCFastPath: ChannelInboundHandler {
         return post && grpc && identity ? method : nil
     }
 
+    /// The database a call's metadata names (the resource prefix is the same on every call of a
+    /// client: parsed once per connection).
+    private func routedScope(_ headers: HPACKHeaders) -> DatabaseID? {
+        if let prefix = headers.first(name: "google-cloud-resource-prefix"), let known = databases[prefix] { return known }
+        let prefix = headers.first(name: "google-cloud-resource-prefix")
+        guard let scope = GRPCConnections.scope(prefix: prefix, params: headers.first(name: "x-goog-request-params")) else { return nil }
+        if let prefix, scope.name == prefix { remember(prefix, scope) }
+        return scope
+    }
+
+    private func remember(_ name: String, _ database: DatabaseID) {
+        if databases.count >= 16 { databases.removeAll() }
+        databases[name] = database
+    }
+
     /// Takes a Listen call at its head when it can serve it from the loop (see the type's comment).
     private func startListen(_ stream: HTTP2StreamID, _ headers: HPACKHeaders, context: ChannelHandlerContext) -> Bool {
-        guard let scope = GRPCConnections.scope(prefix: headers.first(name: "google-cloud-resource-prefix"),
-                                                params: headers.first(name: "x-goog-request-params")) else { return false }
+        guard let scope = routedScope(headers) else { return false }
         if connection == nil { connection = service.connections.connection(ofConnection: context.channel) }
         guard let ticket = connection!.begin(scope, caller: {
             (headers.first(name: "x-firebase-gmpid"), headers.first(name: "user-agent"), CallIdentity(authorization: headers.first(name: "authorization")))
@@ -207,10 +221,10 @@ final class GRPCFastPath: ChannelInboundHandler {
     private func requestEnded(_ stream: HTTP2StreamID, context: ChannelHandlerContext) {
         // Whatever this path cannot decide goes to the full path, which answers it (errors too).
         guard var call = calls[stream], let message = GRPCFastPath.singleMessage(call.body),
-              let request = FastRequest(call.method, message, databases: &databases) else { return handOver(stream, context: context) }
+              let request = FastRequest(call.method, message, databases: databases) else { return handOver(stream, context: context) }
+        if case .commit(let database, _) = request { remember(database.name, database) }
         let headers = call.headers
-        guard let scope = GRPCConnections.scope(prefix: headers.first(name: "google-cloud-resource-prefix"),
-                                                params: headers.first(name: "x-goog-request-params")) ?? request.scope else {
+        guard let scope = routedScope(headers) ?? request.scope else {
             return handOver(stream, context: context)
         }
         if connection == nil { connection = service.connections.connection(ofConnection: context.channel) }
@@ -262,7 +276,7 @@ final class GRPCFastPath: ChannelInboundHandler {
         case getDocument(Google_Firestore_V1_GetDocumentRequest, DatabaseID, ResourcePath)
         case commit(DatabaseID, [Write])
 
-        init?(_ method: Method, _ message: ByteBuffer, databases: inout [String: DatabaseID]) {
+        init?(_ method: Method, _ message: ByteBuffer, databases: [String: DatabaseID]) {
             let bytes = Array(message.readableBytesView)
             switch method {
             case .getDocument:
@@ -274,8 +288,6 @@ final class GRPCFastPath: ChannelInboundHandler {
                       let database = databases[request.database] ?? (try? FirestoreResourceName.database(request.database)),
                       let writes = try? request.writes.map({ write throws(FiregateError) in try Write(proto: write, database: database) })
                 else { return nil }
-                if databases.count >= 16 { databases.removeAll() }
-                databases[request.database] = database
                 self = .commit(database, writes)
             case .listen:
                 return nil  // a stream, not a unary call (`GRPCListenStream`)

@@ -171,7 +171,8 @@ final class GRPCListenStream {
         ended = true
         subscription?.cancel()
         ticket.end()
-        service.connections.finished("Listen", status: status, ticket: ticket)
+        service.connections.finished(.listen, status: status)
+        service.connections.registry.countCall(ticket.entryID, method: "Listen")
     }
 
     /// Runs `body` after the switch's latency (at once without one), in order.

@@ -60,14 +60,18 @@ final class ServerMetrics: Sendable {
 
     /// A finished gRPC call, counted by method and status name (`firegate_grpc_calls_total`).
     func grpcCallFinished(method: String, code: String) {
+        grpcCallCounter(method: method, code: code).increment()
+    }
+
+    /// The counter of one method and status, for callers that keep it.
+    func grpcCallCounter(method: String, code: String) -> CoreMetrics.Counter {
         let key = method + "|" + code
-        let counter = grpcCalls.withLock { counters in
+        return grpcCalls.withLock { counters in
             if let existing = counters[key] { return existing }
             let made = CoreMetrics.Counter(label: "firegate_grpc_calls_total", dimensions: [("method", method), ("code", code)], factory: factory)
             counters[key] = made
             return made
         }
-        counter.increment()
     }
 
     func streamOpened(_ surface: Surface) { streams[surface]?.increment() }
