@@ -52,6 +52,9 @@ let package = Package(
             "FiregateModel", "FiregateBackend",
             .product(name: "DequeModule", package: "swift-collections"),
         ]),
+        // Security rules: the Firestore and Realtime Database rules languages — parser, checker,
+        // evaluator — with no I/O (documents and tree reads come in through a protocol).
+        .target(name: "FiregateRules"),
         .target(name: "FiregateHTTP", dependencies: [
             "FiregateModel", "FiregateStore", "FiregateBackend", "FiregateEdge", "FiregateProto", "FiregateRealtime", "CZlib",
             .product(name: "Hummingbird", package: "hummingbird"),
@@ -78,6 +81,7 @@ let package = Package(
             .product(name: "Logging", package: "swift-log"),
         ]),
         .testTarget(name: "FiregateModelTests", dependencies: ["FiregateModel"]),
+        .testTarget(name: "FiregateRulesTests", dependencies: ["FiregateRules"]),
         .testTarget(name: "FiregateProtoTests", dependencies: ["FiregateProto", "FiregateModel"]),
         .testTarget(name: "FiregateRealtimeTests", dependencies: ["FiregateRealtime", "FiregateBackend", "FiregateStore", "FiregateModel"]),
         .testTarget(name: "FiregateEdgeTests", dependencies: ["FiregateEdge", "FiregateBackend", "FiregateModel"]),

@@ -1,0 +1,137 @@
+/// One request as the rules see it (reference/security-rules.md A3, A9).
+public struct FirestoreRulesRequest: Sendable {
+    public var method: RulesMethod
+    /// The target's full path: `databases/{d}/documents/…`.
+    public var path: [String]
+    /// `null`, or `{uid, token}`.
+    public var auth: RulesValue
+    public var time: RulesValue
+    /// The stored resource (`{data, id, __name__}`), or `null`.
+    public var resource: RulesValue
+    /// A write's resource as it would be stored (`null` for a delete; absent for reads).
+    public var requestResource: RulesValue?
+    /// A list's `{limit, offset, orderBy}`.
+    public var query: RulesValue?
+
+    public init(method: RulesMethod, path: [String], auth: RulesValue = .null, time: RulesValue, resource: RulesValue = .null,
+                requestResource: RulesValue? = nil, query: RulesValue? = nil) {
+        self.method = method
+        self.path = path
+        self.auth = auth
+        self.time = time
+        self.resource = resource
+        self.requestResource = requestResource
+        self.query = query
+    }
+
+    var value: RulesValue {
+        var fields: [String: RulesValue] = ["auth": auth, "method": .string(method.rawValue), "path": .path(path), "time": time]
+        if let requestResource { fields["resource"] = requestResource }
+        if let query { fields["query"] = query }
+        return .map(fields)
+    }
+}
+
+/// What the rules decided, and why: each `allow` tried with its outcome, in source order.
+public struct FirestoreRulesDecision: Sendable {
+    public struct Outcome: Sendable, Equatable {
+        public let line: Int
+        /// `true`, `false`, or the evaluation error's text.
+        public let result: String
+        public let granted: Bool
+        /// Wildcard bindings of the match the allow sits in.
+        public let bindings: [String: String]
+    }
+
+    public let allowed: Bool
+    public let method: RulesMethod
+    public let outcomes: [Outcome]
+    public let accessCalls: Int
+    public let debugOutput: [String]
+
+    /// The Firestore emulator's denial message: `"\n"` and one `<detail> for '<method>' @ L<line>`
+    /// per allow tried, or `No matching allow statements` (A13).
+    public var message: String {
+        guard !outcomes.isEmpty else { return "\nNo matching allow statements" }
+        return "\n" + outcomes.map { "\($0.result) for '\(method.rawValue)' @ L\($0.line)" }.joined(separator: ", ")
+    }
+}
+
+extension FirestoreRuleset {
+    /// Decides `request`: every complete match of its path is tried (A2), the request is allowed
+    /// when any `allow` for its method grants.
+    public func decide(_ request: FirestoreRulesRequest, reader: (any RulesDocumentReader)?,
+                       limits: RulesLimits = RulesLimits()) -> FirestoreRulesDecision {
+        let evaluator = RulesEvaluator(reader: reader, limits: limits)
+        var outcomes: [FirestoreRulesDecision.Outcome] = []
+        let base = RulesEvaluator.Scope(variables: ["request": request.value, "resource": request.resource])
+        for (block, bindings, functions) in completeMatches(of: request.path) {
+            let scope = base.adding(bindings, functions: functions)
+            for allow in block.allows where allow.methods.contains(request.method) {
+                let result: String, granted: Bool
+                if let condition = allow.condition {
+                    switch evaluator.evaluate(condition, in: scope) {
+                    case .success(.bool(let b)): (result, granted) = (String(b), b)
+                    case .success(let other): (result, granted) = ("evaluation error at \(condition.position): not a bool but a \(other.typeName)", false)
+                    case .failure(let error): (result, granted) = (FirestoreRuleset.detail(error), false)
+                    }
+                } else {
+                    (result, granted) = ("true", true)
+                }
+                outcomes.append(.init(line: allow.position.line, result: result, granted: granted,
+                                      bindings: bindings.mapValues(RulesLibrary.stringForm)))
+            }
+        }
+        return FirestoreRulesDecision(allowed: outcomes.contains { $0.granted }, method: request.method, outcomes: outcomes,
+                                      accessCalls: evaluator.accessCalls, debugOutput: evaluator.debugOutput)
+    }
+
+    /// The emulator names the two common errors, and gives the position of the others.
+    static func detail(_ error: RulesError) -> String {
+        if error.message == "Null value error." || (error.message.hasPrefix("Property ") && error.message.hasSuffix("is undefined on object.")) {
+            return error.message
+        }
+        return "evaluation error at L\(error.position.line):\(error.position.column)"
+    }
+
+    /// The blocks whose whole pattern chain matches `path`, with their bindings and the functions
+    /// in scope (inner ones shadow outer ones).
+    func completeMatches(of path: [String]) -> [(MatchBlock, [String: RulesValue], [RulesFunction])] {
+        var found: [(MatchBlock, [String: RulesValue], [RulesFunction])] = []
+        func walk(_ block: MatchBlock, _ rest: ArraySlice<String>, _ bindings: [String: RulesValue], _ functions: [RulesFunction]) {
+            let visible = functions + block.functions
+            for child in block.matches {
+                for (consumed, more) in matches(child.pattern[...], rest) {
+                    let merged = bindings.merging(more) { _, new in new }
+                    if consumed == rest.count { found.append((child, merged, visible + child.functions)) }
+                    // Nested matches continue from here (a `{x=**}` in v2 may match nothing).
+                    walk(child, rest.dropFirst(consumed), merged, visible)
+                }
+            }
+        }
+        walk(root, path[...], [:], [])
+        return found
+    }
+
+    /// Every way `pattern` matches a prefix of `segments`: how many segments, and the bindings.
+    func matches(_ pattern: ArraySlice<MatchSegment>, _ segments: ArraySlice<String>) -> [(Int, [String: RulesValue])] {
+        guard let first = pattern.first else { return [(0, [:])] }
+        let rest = pattern.dropFirst()
+        switch first {
+        case .literal(let text):
+            guard segments.first == text else { return [] }
+            return matches(rest, segments.dropFirst()).map { ($0.0 + 1, $0.1) }
+        case .variable(let name):
+            guard let segment = segments.first else { return [] }
+            return matches(rest, segments.dropFirst()).map { ($0.0 + 1, $0.1.merging([name: .string(segment)]) { old, _ in old }) }
+        case .recursive(let name):
+            // v1: one or more segments, the rest of the path; v2: zero or more, anywhere.
+            let counts = version >= 2 ? Array(0...segments.count) : (segments.isEmpty || !rest.isEmpty ? [] : [segments.count])
+            return counts.flatMap { count in
+                matches(rest, segments.dropFirst(count)).map { match in
+                    (count + match.0, match.1.merging([name: .path(Array(segments.prefix(count)))]) { old, _ in old })
+                }
+            }
+        }
+    }
+}
