@@ -54,7 +54,7 @@ let package = Package(
         ]),
         // Security rules: the Firestore and Realtime Database rules languages — parser, checker,
         // evaluator — with no I/O (documents and tree reads come in through a protocol).
-        .target(name: "FiregateRules"),
+        .target(name: "FiregateRules", dependencies: ["FiregateModel"]),
         .target(name: "FiregateHTTP", dependencies: [
             "FiregateModel", "FiregateStore", "FiregateBackend", "FiregateEdge", "FiregateProto", "FiregateRealtime", "CZlib",
             .product(name: "Hummingbird", package: "hummingbird"),
@@ -81,7 +81,7 @@ let package = Package(
             .product(name: "Logging", package: "swift-log"),
         ]),
         .testTarget(name: "FiregateModelTests", dependencies: ["FiregateModel"]),
-        .testTarget(name: "FiregateRulesTests", dependencies: ["FiregateRules"]),
+        .testTarget(name: "FiregateRulesTests", dependencies: ["FiregateRules", "FiregateModel"]),
         .testTarget(name: "FiregateProtoTests", dependencies: ["FiregateProto", "FiregateModel"]),
         .testTarget(name: "FiregateRealtimeTests", dependencies: ["FiregateRealtime", "FiregateBackend", "FiregateStore", "FiregateModel"]),
         .testTarget(name: "FiregateEdgeTests", dependencies: ["FiregateEdge", "FiregateBackend", "FiregateModel"]),
