@@ -3,7 +3,9 @@ import XCTest
 
 /// Firestore rules sources into rulesets, and the issues (line, column) of those that do not parse.
 final class FirestoreRulesParserTests: XCTestCase {
-    let sample = """
+    var sample: String { FirestoreRulesParserTests.sampleSource }
+
+    static let sampleSource = """
     rules_version = '2';
     service cloud.firestore {
       // comments /* and */ blocks are skipped
@@ -114,5 +116,31 @@ final class FirestoreRulesParserTests: XCTestCase {
         XCTAssertThrowsError(try FirestoreRulesParser.parse(matches)) { error in
             XCTAssertTrue((error as? RulesIssue)?.description.contains("10 deep") == true, "\(error)")
         }
+    }
+}
+
+/// What the loader checks after the parse: names, arity, recursion, `let` in version 1.
+final class FirestoreRulesCheckerTests: XCTestCase {
+    func issues(_ body: String, version: String = "2") -> [String] {
+        FirestoreRulesLoader.load("rules_version = '\(version)';\nservice cloud.firestore {\n\(body)\n}").issues.map {
+            "L\($0.position.line) \($0.severity.rawValue): \($0.description)"
+        }
+    }
+
+    func testNamesArityAndRecursionAreCheckedAtLoad() {
+        XCTAssertEqual(issues("match /a/{b} { allow read: if b == request.auth.uid && resource.data.x > math.abs(-1); }"), [])
+        XCTAssertEqual(issues("match /a/{b} { allow read: if c == 1; }"), ["L3 ERROR: Unknown variable 'c'."])
+        XCTAssertEqual(issues("match /a/{b} { allow read: if nope(); }"), ["L3 ERROR: Function not found: nope."])
+        XCTAssertEqual(issues("function f(x) { return x; }\nmatch /a { allow read: if f(1, 2); }"), ["L4 ERROR: Function f takes 1 arguments, not 2."])
+        XCTAssertEqual(issues("function f() { return g(); }\nfunction g() { return f(); }\nmatch /a { allow read: if f(); }"),
+                       ["L3 ERROR: Function f calls itself (f → g → f); recursion is not allowed.",
+                        "L4 ERROR: Function g calls itself (g → f → g); recursion is not allowed."])
+        XCTAssertEqual(issues("function f() { let x = 1; return x; }\nmatch /a { allow read: if f(); }", version: "1"),
+                       ["L3 ERROR: 'let' needs rules_version = '2'."])
+        XCTAssertEqual(issues("match /a { allow read: if 1 is money; }"), ["L3 ERROR: Unknown type 'money'."])
+        XCTAssertNil(FirestoreRulesLoader.load("service cloud.firestore { match /a { allow read: if x; } }").ruleset)
+        let warned = FirestoreRulesLoader.load("service cloud.firestore { match /a { allow read: if true allow write; } }")
+        XCTAssertNotNil(warned.ruleset)  // a warning does not keep it from loading
+        XCTAssertEqual(warned.issues.map(\.severity), [.warning])
     }
 }

@@ -22,7 +22,9 @@ final class RealtimeRulesTests: XCTestCase {
 
     func json(_ text: String) -> JSON { try! JSONParser.parse(text) }
 
-    let rules = """
+    var rules: String { RealtimeRulesTests.rulesSource }
+
+    static let rulesSource = """
     {
       // who may see what
       "rules": {
