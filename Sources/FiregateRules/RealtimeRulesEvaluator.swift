@@ -208,10 +208,10 @@ struct RealtimeRulesEvaluator {
             guard case .string(let replacement) = arguments[1] else { throw fail("replace takes two strings") }
             return .string(x.isEmpty ? s : s.replacingOccurrences(of: x, with: replacement))
         case ("matches", .regex(let pattern, let insensitive)?, 1):
-            guard let regex = try? NSRegularExpression(pattern: pattern, options: insensitive ? [.caseInsensitive] : []) else {
-                throw fail("Invalid regular expression")
+            guard s.utf8.count <= RulesRegex.maxInputLength, let regex = try? LinearRegex(pattern, caseInsensitive: insensitive) else {
+                throw fail("Invalid regular expression, or a string too long for one")
             }
-            return .bool(regex.firstMatch(in: s, range: NSRange(s.startIndex..., in: s)) != nil)
+            return .bool(regex.firstMatch(in: s))
         default: throw fail("No string method \(name) for these arguments")
         }
     }
