@@ -40,8 +40,8 @@ struct ProtocolSniffingChannel: ServerChildChannel {
 
     /// Nothing to wait for per connection: a connection's task would keep its frames for the
     /// connection's whole life, and idle connections are many (DESIGN §3's idle-stream memory).
-    /// The sniffer starts a task when the chosen protocol needs one (HTTP/2's connection loop,
-    /// Hummingbird's HTTP/1.1 loop once the fast path hands over); shutdown reaches every
+    /// Tasks start only where a protocol needs one (an HTTP/2 stream the gRPC fast path hands
+    /// over, Hummingbird's HTTP/1.1 loop once the fast path hands over); shutdown reaches every
     /// connection through its pipeline, and `OpenConnections` keeps the server until they closed.
     func handle(value: Value, logger: Logger) async {
         await connections.runUntilDrained()
