@@ -123,7 +123,9 @@ extension FirestoreRuleset {
             return matches(rest, segments.dropFirst()).map { ($0.0 + 1, $0.1) }
         case .variable(let name):
             guard let segment = segments.first else { return [] }
-            return matches(rest, segments.dropFirst()).map { ($0.0 + 1, $0.1.merging([name: .string(segment)]) { old, _ in old }) }
+            // A list's "any document" matches a wildcard but binds nothing a rule could read.
+            let binding: [String: RulesValue] = segment == FirestoreRulesQuery.anyDocument ? [:] : [name: .string(segment)]
+            return matches(rest, segments.dropFirst()).map { ($0.0 + 1, $0.1.merging(binding) { old, _ in old }) }
         case .recursive(let name):
             // v1: one or more segments, the rest of the path; v2: zero or more, anywhere.
             let counts = version >= 2 ? Array(0...segments.count) : (segments.isEmpty || !rest.isEmpty ? [] : [segments.count])

@@ -241,6 +241,8 @@ enum RulesLibrary {
         case .duration(let s, let n): "duration_value { seconds: \(s) nanos: \(n) }"
         case .latlng(let a, let o): "latlng_value { latitude: \(a) longitude: \(o) }"
         case .mapDiff: "map_diff_value"
+        case .bound(let lower, _, let upper, _):
+            "constraint_value { lower: \(lower.map(debugText) ?? "none") upper: \(upper.map(debugText) ?? "none") }"
         }
     }
 }

@@ -71,6 +71,9 @@ enum RulesOperators {
     }
 
     static func binary(_ op: String, _ left: RulesValue, _ right: RulesValue, _ at: RulesPosition) throws(RulesError) -> RulesValue {
+        let comparison = ["<", "<=", ">", ">=", "==", "!="].contains(op)
+        if comparison, case .bound = left { return .bool(proven(op, left, right)) }
+        if comparison, case .bound = right { return .bool(proven(mirrored(op), right, left)) }
         switch op {
         case "==": return .bool(left == right)
         case "!=": return .bool(left != right)
@@ -84,6 +87,36 @@ enum RulesOperators {
             default: return .bool(order >= 0)
             }
         default: return try arithmetic(op, left, right, at)
+        }
+    }
+
+    /// `a op b` as `b op' a`.
+    static func mirrored(_ op: String) -> String {
+        ["<": ">", "<=": ">=", ">": "<", ">=": "<="][op] ?? op
+    }
+
+    /// Whether every value within `bound` satisfies `bound op value` (otherwise the query could
+    /// return a document the rule denies, so the comparison is false).
+    static func proven(_ op: String, _ bound: RulesValue, _ value: RulesValue) -> Bool {
+        guard case .bound(let lower, let lowerInclusive, let upper, let upperInclusive) = bound else { return false }
+        let at = RulesPosition(line: 0, column: 0)
+        func order(_ end: RulesValue?) -> Int? {
+            guard let end, let result = try? compare(end, value, at) else { return nil }
+            return result
+        }
+        let fromLower = order(lower), fromUpper = order(upper)
+        let above = fromLower.map { $0 > 0 || ($0 == 0 && !lowerInclusive) } ?? false   // every value > value
+        let atLeast = fromLower.map { $0 >= 0 } ?? false                               // every value >= value
+        let below = fromUpper.map { $0 < 0 || ($0 == 0 && !upperInclusive) } ?? false   // every value < value
+        let atMost = fromUpper.map { $0 <= 0 } ?? false                                // every value <= value
+        switch op {
+        case ">": return above
+        case ">=": return atLeast
+        case "<": return below
+        case "<=": return atMost
+        case "!=": return above || below
+        case "==": return atLeast && atMost && lowerInclusive && upperInclusive
+        default: return false
         }
     }
 

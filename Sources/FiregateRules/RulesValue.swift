@@ -18,6 +18,9 @@ public indirect enum RulesValue: Sendable {
     case latlng(latitude: Double, longitude: Double)
     /// `a.diff(b)`: each key's status.
     case mapDiff(added: [String], removed: [String], changed: [String], unchanged: [String])
+    /// What a query's range filters prove of a field (`list` rules): comparisons with it hold
+    /// only when the bounds prove them (`FirestoreRulesQuery`).
+    case bound(lower: RulesValue?, lowerInclusive: Bool, upper: RulesValue?, upperInclusive: Bool)
 
     /// The type name `is` tests and messages use.
     public var typeName: String {
@@ -36,12 +39,17 @@ public indirect enum RulesValue: Sendable {
         case .duration: "duration"
         case .latlng: "latlng"
         case .mapDiff: "map_diff"
+        case .bound: "constraint"
         }
     }
 
     /// `value is name`: `number` covers int and float.
     public func isOfType(_ name: String) -> Bool {
-        name == typeName || (name == "number" && (typeName == "int" || typeName == "float"))
+        if case .bound(let lower, _, let upper, _) = self {
+            let ends = [lower, upper].compactMap { $0 }
+            return !ends.isEmpty && ends.allSatisfy { $0.isOfType(name) }
+        }
+        return name == typeName || (name == "number" && (typeName == "int" || typeName == "float"))
     }
 
     var number: Double? {
@@ -72,6 +80,8 @@ extension RulesValue: Equatable {
         case (.latlng(let a1, let o1), .latlng(let a2, let o2)): a1 == a2 && o1 == o2
         case (.mapDiff(let a1, let r1, let c1, let u1), .mapDiff(let a2, let r2, let c2, let u2)):
             Set(a1) == Set(a2) && Set(r1) == Set(r2) && Set(c1) == Set(c2) && Set(u1) == Set(u2)
+        case (.bound(let l1, let li1, let u1, let ui1), .bound(let l2, let li2, let u2, let ui2)):
+            l1 == l2 && li1 == li2 && u1 == u2 && ui1 == ui2
         default: false
         }
     }
