@@ -142,3 +142,18 @@ extension FirestoreGRPCService {
         return try Google_Firestore_V1_BatchWriteResponse(restJSON: try await DocumentCalls.batchWrite(database, try request.restJSON()))
     }
 }
+
+extension CommitResult {
+    /// The CommitResponse message (the twin of `json`).
+    var proto: Google_Firestore_V1_CommitResponse {
+        var response = Google_Firestore_V1_CommitResponse()
+        response.commitTime = commitTime.proto
+        response.writeResults = writeResults.map { result in
+            var message = Google_Firestore_V1_WriteResult()
+            if let updateTime = result.updateTime { message.updateTime = updateTime.proto }
+            if let transformResults = result.transformResults { message.transformResults = transformResults.map(\.proto) }
+            return message
+        }
+        return response
+    }
+}
