@@ -34,7 +34,7 @@ let package = Package(
             .product(name: "GRDB", package: "GRDB.swift"),
         ]),
         .target(name: "FiregateBackend", dependencies: [
-            "FiregateModel", "FiregateStore",
+            "FiregateModel", "FiregateStore", "FiregateRules",
             .product(name: "Logging", package: "swift-log"),
             .product(name: "DequeModule", package: "swift-collections"),
             .product(name: "OrderedCollections", package: "swift-collections"),
@@ -85,7 +85,7 @@ let package = Package(
         .testTarget(name: "FiregateProtoTests", dependencies: ["FiregateProto", "FiregateModel"]),
         .testTarget(name: "FiregateRealtimeTests", dependencies: ["FiregateRealtime", "FiregateBackend", "FiregateStore", "FiregateModel"]),
         .testTarget(name: "FiregateEdgeTests", dependencies: ["FiregateEdge", "FiregateBackend", "FiregateModel"]),
-        .testTarget(name: "FiregateBackendTests", dependencies: ["FiregateBackend", "FiregateStore", "FiregateModel"]),
+        .testTarget(name: "FiregateBackendTests", dependencies: ["FiregateBackend", "FiregateStore", "FiregateModel", "FiregateRules"]),
         .testTarget(name: "FiregateHTTPTests", dependencies: [
             "FiregateHTTP", "FiregateBackend", "FiregateEdge", "FiregateProto",
             .product(name: "HummingbirdTesting", package: "hummingbird"),

@@ -11,6 +11,8 @@ public final class Backend: Sendable {
     public let tree: TreeBackend
     /// What happened, for the operations event stream.
     public let operations: OperationsLog
+    /// The security rules in force and the decisions they made.
+    public let rules: SecurityRules
     /// The project used when a request names none (the tree's default namespace).
     public let defaultProject: String
 
@@ -29,6 +31,7 @@ public final class Backend: Sendable {
         self.defaultProject = defaultProject
         let operations = OperationsLog(clock: clock)
         self.operations = operations
+        rules = SecurityRules(clock: clock)
         let documentStorage: any DocumentStorage = directory == nil ? MemoryDocumentStorage() : SQLiteDocumentStorage(store: store)
         documents = try DocumentBackend(storage: documentStorage, clock: clock, operations: operations, loadInBackground: loadInBackground)
         tree = try await TreeBackend(store: store, clock: clock, operations: operations)

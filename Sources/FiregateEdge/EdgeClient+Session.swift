@@ -14,6 +14,18 @@ extension EdgeClient {
         return auth.json.withMember("writesPaused", .bool(writesPaused))
     }
 
+    /// Who the client is to the server's security rules (DESIGN §1.7): its token as the
+    /// emulators read one (`owner` is the admin, a JWT names its user), else the signed-in uid
+    /// as a token with `sub` and `user_id`; signed out is unauthenticated.
+    public var rulesIdentity: CallIdentity {
+        guard let auth, let uid = auth.uid else { return .unauthenticated }
+        if let token = auth.token {
+            let identity = CallIdentity(token: token)
+            if identity != .unauthenticated { return identity }
+        }
+        return .user(uid: uid, claims: ["sub": .string(uid), "user_id": .string(uid)])
+    }
+
     /// The signed-in user's uid; "" when signed out.
     var currentUser: String { auth?.uid ?? "" }
 

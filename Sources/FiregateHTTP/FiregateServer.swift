@@ -35,6 +35,7 @@ public enum FiregateServer {
     public static func makeResponder(backend: Backend, clients: EdgeClients, configuration: ServerConfiguration = ServerConfiguration(),
                                      logger: Logger = Logger(label: "firegate")) -> FiregateResponder {
         let documents = DocumentRoutes(backend: backend, listenOptions: configuration.listen)
+        backend.rules.trust(adminToken: configuration.adminToken)
         return FiregateResponder(
             documents: documents,
             tree: TreeRoutes(backend: backend),

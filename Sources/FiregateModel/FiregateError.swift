@@ -85,7 +85,7 @@ public struct FiregateError: Error, Sendable, Equatable, CustomStringConvertible
         httpStatusOverride = nil
     }
 
-    init(_ status: Status, _ message: String, httpStatus: Int) {
+    public init(_ status: Status, _ message: String, httpStatus: Int) {
         self.status = status
         self.message = message
         httpStatusOverride = httpStatus

@@ -24,7 +24,7 @@ public struct FirestoreRulesRequest: Sendable {
         self.query = query
     }
 
-    var value: RulesValue {
+    public var value: RulesValue {
         var fields: [String: RulesValue] = ["auth": auth, "method": .string(method.rawValue), "path": .path(path), "time": time]
         if let requestResource { fields["resource"] = requestResource }
         if let query { fields["query"] = query }
@@ -48,6 +48,10 @@ public struct FirestoreRulesDecision: Sendable {
     public let outcomes: [Outcome]
     public let accessCalls: Int
     public let debugOutput: [String]
+    /// Each subexpression's value, when the decision was asked to keep them.
+    public let visits: [RulesVisit]
+    public let accesses: [RulesDocumentAccess]
+    public let expressionsEvaluated: Int
 
     /// The Firestore emulator's denial message: `"\n"` and one `<detail> for '<method>' @ L<line>`
     /// per allow tried, or `No matching allow statements` (A13).
@@ -61,8 +65,9 @@ extension FirestoreRuleset {
     /// Decides `request`: every complete match of its path is tried (A2), the request is allowed
     /// when any `allow` for its method grants.
     public func decide(_ request: FirestoreRulesRequest, reader: (any RulesDocumentReader)?,
-                       limits: RulesLimits = RulesLimits()) -> FirestoreRulesDecision {
+                       limits: RulesLimits = RulesLimits(), recordsVisits: Bool = false) -> FirestoreRulesDecision {
         let evaluator = RulesEvaluator(reader: reader, limits: limits)
+        evaluator.recordsVisits = recordsVisits
         var outcomes: [FirestoreRulesDecision.Outcome] = []
         let base = RulesEvaluator.Scope(variables: ["request": request.value, "resource": request.resource])
         for (block, bindings, functions) in completeMatches(of: request.path) {
@@ -83,7 +88,8 @@ extension FirestoreRuleset {
             }
         }
         return FirestoreRulesDecision(allowed: outcomes.contains { $0.granted }, method: request.method, outcomes: outcomes,
-                                      accessCalls: evaluator.accessCalls, debugOutput: evaluator.debugOutput)
+                                      accessCalls: evaluator.accessCalls, debugOutput: evaluator.debugOutput,
+                                      visits: evaluator.visits, accesses: evaluator.accesses, expressionsEvaluated: evaluator.expressionsEvaluated)
     }
 
     /// The emulator names the two common errors, and gives the position of the others.
@@ -122,7 +128,7 @@ extension FirestoreRuleset {
             guard segments.first == text else { return [] }
             return matches(rest, segments.dropFirst()).map { ($0.0 + 1, $0.1) }
         case .variable(let name):
-            guard let segment = segments.first else { return [] }
+            guard let segment = segments.first, segment != FirestoreRulesQuery.anyPath else { return [] }
             // A list's "any document" matches a wildcard but binds nothing a rule could read.
             let binding: [String: RulesValue] = segment == FirestoreRulesQuery.anyDocument ? [:] : [name: .string(segment)]
             return matches(rest, segments.dropFirst()).map { ($0.0 + 1, $0.1.merging(binding) { old, _ in old }) }

@@ -13,7 +13,9 @@ public struct FirestoreRulesQuery: Sendable {
 
     /// The last segment of a list's request path: any document of the collection (no id could
     /// equal it, so only wildcards match it).
-    static let anyDocument = "\u{0}*"
+    public static let anyDocument = "\u{0}*"
+    /// Where a collection group's collections may sit: any path, so only recursive wildcards match it.
+    public static let anyPath = "\u{0}**"
 
     /// Firestore caps a query at 30 disjuncts; past this the query is refused.
     static let maxDisjuncts = 30
@@ -112,7 +114,7 @@ extension FirestoreRuleset {
     /// A `list` (a query, an aggregation, a query listen) of the collection at `request.path`:
     /// allowed only when the rules allow every disjunct of the query. The outcomes are those of the first disjunct denied, else of the last.
     public func decideList(_ request: FirestoreRulesRequest, query: FirestoreRulesQuery, reader: (any RulesDocumentReader)?,
-                           limits: RulesLimits = RulesLimits()) -> FirestoreRulesDecision {
+                           limits: RulesLimits = RulesLimits(), recordsVisits: Bool = false) -> FirestoreRulesDecision {
         var last: FirestoreRulesDecision?
         for disjunct in query.disjuncts {
             var one = request
@@ -120,7 +122,7 @@ extension FirestoreRuleset {
             if one.path.last != FirestoreRulesQuery.anyDocument { one.path.append(FirestoreRulesQuery.anyDocument) }
             one.resource = query.resource(disjunct)
             one.query = query.value
-            let decision = decide(one, reader: reader, limits: limits)
+            let decision = decide(one, reader: reader, limits: limits, recordsVisits: recordsVisits)
             if !decision.allowed { return decision }
             last = decision
         }

@@ -1,8 +1,21 @@
 /// Where `get`/`exists` (and their `After` forms) read documents: the engine's store for a real
 /// request, a table for tests and the dry run. Paths are full (`databases/{d}/documents/…`).
-public protocol RulesDocumentReader: Sendable {
+public protocol RulesDocumentReader {
     /// The resource (`{data, id, __name__}`) at `path`, nil when missing.
     func resource(at path: [String], after: Bool) -> RulesValue?
+}
+
+/// One subexpression evaluated: where it is and what it gave.
+public struct RulesVisit: Sendable {
+    public let position: RulesPosition
+    public let result: Result<RulesValue, RulesError>
+}
+
+/// One `get`/`exists` (`after` for `getAfter`/`existsAfter`) and whether the document was there.
+public struct RulesDocumentAccess: Sendable, Equatable {
+    public let path: [String]
+    public let after: Bool
+    public let found: Bool
 }
 
 /// The limits of one evaluation (reference/security-rules.md A10, A14).
@@ -25,6 +38,12 @@ public final class RulesEvaluator {
     public private(set) var expressionsEvaluated = 0
     /// `debug(x)` output, in order.
     public private(set) var debugOutput: [String] = []
+    /// When set, every subexpression's value (or error) is kept, in evaluation order, for traces
+    /// and coverage.
+    public var recordsVisits = false
+    public private(set) var visits: [RulesVisit] = []
+    /// Every document read, in order (repeated reads once).
+    public private(set) var accesses: [RulesDocumentAccess] = []
     private var accessed = Set<[String]>()
     private var callDepth = 0
 
@@ -56,6 +75,18 @@ public final class RulesEvaluator {
     }
 
     func value(_ expression: RulesExpression, _ scope: Scope) throws(RulesError) -> RulesValue {
+        guard recordsVisits else { return try compute(expression, scope) }
+        do {
+            let result = try compute(expression, scope)
+            visits.append(RulesVisit(position: expression.position, result: .success(result)))
+            return result
+        } catch {
+            visits.append(RulesVisit(position: expression.position, result: .failure(error)))
+            throw error
+        }
+    }
+
+    private func compute(_ expression: RulesExpression, _ scope: Scope) throws(RulesError) -> RulesValue {
         expressionsEvaluated += 1
         guard expressionsEvaluated <= limits.expressions else {
             throw RulesError("Exceeded the limit of \(limits.expressions) expressions evaluated per request.", at: expression.position)
@@ -197,6 +228,10 @@ public final class RulesEvaluator {
             }
         }
         guard let reader else { throw RulesError("No documents can be read here.", at: at) }
-        return reader.resource(at: path, after: after)
+        let resource = reader.resource(at: path, after: after)
+        if !accesses.contains(where: { $0.path == path && $0.after == after }) {
+            accesses.append(RulesDocumentAccess(path: path, after: after, found: resource != nil))
+        }
+        return resource
     }
 }

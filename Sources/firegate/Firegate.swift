@@ -61,6 +61,15 @@ struct Serve: AsyncParsableCommand {
     @Option(name: .customLong("export-on-exit"), help: "Where to write an export archive (with clients) on shutdown (env FIREGATE_EXPORT_ON_EXIT).")
     var exportOnExit: String? = ProcessInfo.processInfo.environment["FIREGATE_EXPORT_ON_EXIT"]
 
+    @Option(name: .customLong("firestore-rules"), help: "Firestore rules file, watched and reloaded (env FIREGATE_FIRESTORE_RULES).")
+    var firestoreRules: String? = ProcessInfo.processInfo.environment["FIREGATE_FIRESTORE_RULES"]
+
+    @Option(name: .customLong("database-rules"), help: "Realtime Database rules file, PATH or NS=PATH; repeatable, watched and reloaded.")
+    var databaseRules: [String] = []
+
+    @Option(name: .customLong("firebase-json"), help: "firebase.json whose firestore.rules and database.rules are loaded and watched (env FIREGATE_FIREBASE_JSON).")
+    var firebaseJSON: String? = ProcessInfo.processInfo.environment["FIREGATE_FIREBASE_JSON"]
+
     func validate() throws {
         guard (0...65535).contains(port) else { throw ValidationError("--port must be between 0 and 65535") }
         guard keepAliveSeconds >= 0.01, keepAliveSeconds <= 3600 else { throw ValidationError("--keep-alive-seconds must be between 0.01 and 3600") }
@@ -92,6 +101,15 @@ struct Serve: AsyncParsableCommand {
         if let importPath {
             try await FiregateServer.importArchive(from: importPath, backend: backend, clients: clients)
         }
+        let rulesFiles: RulesFiles
+        do {
+            rulesFiles = try RulesFiles(rules: backend.rules, firestoreRules: firestoreRules, databaseRules: databaseRules, firebaseJSON: firebaseJSON)
+            try rulesFiles.loadAll()
+        } catch {
+            throw StartupFailure(description: error.message)
+        }
+        let watcher = rulesFiles.sources.isEmpty ? nil : rulesFiles.watch()
+        defer { watcher?.cancel() }
         let app = try FiregateServer.makeApplication(configuration: configuration, backend: backend, clients: clients)
         // The server runs while the stored documents load; a failed load stops it.
         try await withThrowingTaskGroup(of: Void.self) { group in

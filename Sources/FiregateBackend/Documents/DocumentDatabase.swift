@@ -248,16 +248,16 @@ public final class DocumentDatabase: Sendable {
 
     /// Applies a commit now (its order among commits is fixed by this call) without waiting
     /// for it to be durable.
-    public func beginCommit(_ writes: [Write], companion: (any CommitCompanion)? = nil) throws(FiregateError) -> PendingCommit {
+    public func beginCommit(_ writes: [Write], companion: (any CommitCompanion)? = nil, judge: (any CommitJudge)? = nil) throws(FiregateError) -> PendingCommit {
         guard writes.count <= DocumentLimits.maxWritesPerCommit else {
             throw .invalidArgument("A maximum of 500 writes allowed per request.")
         }
-        let (result, signal) = try state.withLock { state throws(FiregateError) in try apply(writes, in: &state, companion: companion) }
+        let (result, signal) = try state.withLock { state throws(FiregateError) in try apply(writes, in: &state, companion: companion, judge: judge) }
         return PendingCommit(result: result, signal: signal)
     }
 
-    public func commit(_ writes: [Write], transaction: String? = nil,
-                       companion: (any CommitCompanion)? = nil) async throws(FiregateError) -> CommitResult {
+    public func commit(_ writes: [Write], transaction: String? = nil, companion: (any CommitCompanion)? = nil,
+                       judge: (any CommitJudge)? = nil) async throws(FiregateError) -> CommitResult {
         guard writes.count <= DocumentLimits.maxWritesPerCommit else {
             throw .invalidArgument("A maximum of 500 writes allowed per request.")
         }
@@ -271,7 +271,7 @@ public final class DocumentDatabase: Sendable {
                     throw DocumentDatabase.contention
                 }
             }
-            return try apply(writes, in: &state, companion: companion)
+            return try apply(writes, in: &state, companion: companion, judge: judge)
         }
         do {
             try await signal.wait()
@@ -282,7 +282,8 @@ public final class DocumentDatabase: Sendable {
     }
 
     /// BatchWrite: each write on its own, not atomic; one result per write.
-    public func batchWrite(_ writes: [Write]) async throws(FiregateError) -> [Result<WriteResult, FiregateError>] {
+    /// Each write is judged on its own: a denied one fails alone.
+    public func batchWrite(_ writes: [Write], judge: (any CommitJudge)? = nil) async throws(FiregateError) -> [Result<WriteResult, FiregateError>] {
         guard writes.count <= DocumentLimits.maxWritesPerCommit else {
             throw .invalidArgument("A maximum of 500 writes allowed per request.")
         }
@@ -293,7 +294,7 @@ public final class DocumentDatabase: Sendable {
         let pending = state.withLock { state in
             writes.map { write -> Result<(WriteResult, DurabilitySignal), FiregateError> in
                 do throws(FiregateError) {
-                    let (result, signal) = try apply([write], in: &state)
+                    let (result, signal) = try apply([write], in: &state, judge: judge)
                     return .success((result.writeResults[0], signal))
                 } catch {
                     return .failure(error)
@@ -318,8 +319,8 @@ public final class DocumentDatabase: Sendable {
     }
 
     /// Applies writes to the state (all or nothing) and queues them for durability.
-    func apply(_ writes: [Write], in state: inout DatabaseState,
-               companion: (any CommitCompanion)? = nil) throws(FiregateError) -> (CommitResult, DurabilitySignal) {
+    func apply(_ writes: [Write], in state: inout DatabaseState, companion: (any CommitCompanion)? = nil,
+               judge: (any CommitJudge)? = nil) throws(FiregateError) -> (CommitResult, DurabilitySignal) {
         if state.recovering {
             throw .unavailable("The database is recovering from a storage failure; retry the write.")
         }
@@ -341,6 +342,12 @@ public final class DocumentDatabase: Sendable {
             default: updateTime = outcome.document?.updateTime
             }
             results.append(WriteResult(updateTime: updateTime, transformResults: write.transforms.isEmpty ? nil : outcome.transformResults))
+        }
+        if let judge {
+            try judge.judge(writes, stored: { state.documents[$0]?.document }, after: { path in
+                if let pending = working[path] { return pending }
+                return state.documents[path]?.document
+            }, commitTime: commitTime)
         }
         var changes: [DocumentChange] = []
         var upserts: [Document] = []

@@ -50,6 +50,11 @@ public final class TreeBackend: Sendable {
         }
     }
 
+    /// The whole namespace as it is now (a copy-on-write value), for judging reads.
+    public func snapshot(namespace: String) async throws -> TreeNode {
+        try await self.namespace(namespace).snapshot()
+    }
+
     /// The value at `path` (empty when absent), from memory.
     public func read(namespace: String, path: TreePath) async throws -> TreeNode {
         try await self.namespace(namespace).read(path)
@@ -67,10 +72,11 @@ public final class TreeBackend: Sendable {
     }
 
     /// Applies a write and returns once it is durable.
-    public func write(namespace: String, _ request: TreeWriteRequest) async throws -> TreeWriteOutcome {
+    /// `judge`, when given, sees the write against the tree it would leave, before anything changes.
+    public func write(namespace: String, _ request: TreeWriteRequest, judge: (any TreeWriteJudge)? = nil) async throws -> TreeWriteOutcome {
         let now = clock.nowMicros() / 1000
         let target = self.namespace(namespace)
-        let (outcome, durability) = try await target.write(request, nowMillis: now, pushID: { [self] in nextPushID() })
+        let (outcome, durability) = try await target.write(request, nowMillis: now, pushID: { [self] in nextPushID() }, judge: judge)
         do {
             try await durability.wait()
         } catch {

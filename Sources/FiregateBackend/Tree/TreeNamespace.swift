@@ -52,7 +52,8 @@ actor TreeNamespace {
     private func invalidateEncoded(_ change: TreePath) { encoded.invalidate(change) }
 
     /// Applies `request`; the returned durability resolves once it is on disk.
-    func write(_ request: TreeWriteRequest, nowMillis: Int64, pushID: @Sendable () -> String) throws -> (TreeWriteOutcome, TreeDurability) {
+    func write(_ request: TreeWriteRequest, nowMillis: Int64, pushID: @Sendable () -> String,
+               judge: (any TreeWriteJudge)? = nil) throws -> (TreeWriteOutcome, TreeDurability) {
         try load()
         switch request.operation {
         case .set(let value):
@@ -72,14 +73,16 @@ actor TreeNamespace {
                 let hash = TreeSDKHash.of(current)
                 guard hash == expected else { return (.conflict(current: current, etag: hash), .done()) }
             }
+            if let judge { try self.judge(judge, writing: [(request.path, node)]) }
             return set(node, at: request.path, wantsETag: request.wantsETag || request.ifMatch != nil, pushKey: nil)
         case .push(let value):
             let key = pushID()
             let path = request.path.appending(key)
             let node = try resolve(value, at: path, nowMillis: nowMillis)
+            if let judge { try self.judge(judge, writing: [(path, node)]) }
             return set(node, at: path, wantsETag: request.wantsETag, pushKey: key)
         case .update(let entries):
-            return try update(entries, at: request.path, nowMillis: nowMillis)
+            return try update(entries, at: request.path, nowMillis: nowMillis, judge: judge)
         }
     }
 
@@ -111,7 +114,22 @@ actor TreeNamespace {
         return (.written(result), durability)
     }
 
-    private func update(_ entries: [TreeUpdateEntry], at path: TreePath, nowMillis: Int64) throws -> (TreeWriteOutcome, TreeDurability) {
+    /// Asks `judge` about `writes` (each a location and its new node) against the tree as they
+    /// would leave it, before anything changes.
+    private func judge(_ judge: any TreeWriteJudge, writing writes: [(TreePath, TreeNode)]) throws(FiregateError) {
+        var after = root
+        for (path, node) in writes { after.set(node, at: path) }
+        try judge.judge(writes.map { $0.0.isPriority ? $0.0.parent! : $0.0 }, before: root, after: after)
+    }
+
+    /// The whole tree as it is now, for judging a read.
+    func snapshot() throws -> TreeNode {
+        try load()
+        return root
+    }
+
+    private func update(_ entries: [TreeUpdateEntry], at path: TreePath, nowMillis: Int64,
+                        judge: (any TreeWriteJudge)?) throws -> (TreeWriteOutcome, TreeDurability) {
         let sorted = entries.map(\.path).sorted { $0.keys.lexicographicallyPrecedes($1.keys) }
         for (a, b) in zip(sorted, sorted.dropFirst()) where a.contains(b) {
             throw TreeUpdateEntry.overlapError(a, b)
@@ -133,6 +151,7 @@ actor TreeNamespace {
         guard !resolved.isEmpty else {
             return (.written(TreeWriteResult(path: path, value: root.node(at: path), entries: [], pushKey: nil, etag: nil)), .done())
         }
+        if let judge { try self.judge(judge, writing: resolved.map { (path.appending($0.path), $0.node) }) }
         let befores = valuesBefore(changeAt: path)
         var replaced: [TreePath] = []
         var operations: [TreeStorageOperation] = []

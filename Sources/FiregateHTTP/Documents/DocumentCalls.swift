@@ -8,7 +8,7 @@ import FiregateModel
 enum DocumentCalls {
     /// BatchGetDocuments: one item per name, in request order (`found` or `missing`, each with
     /// `readTime`); a new transaction rides on the first.
-    static func batchGet(_ database: DocumentDatabase, _ body: JSON) throws(FiregateError) -> [JSON] {
+    static func batchGet(_ database: DocumentDatabase, _ body: JSON, judge: DocumentRulesJudge?) throws(FiregateError) -> [JSON] {
         guard let names = body.member("documents")?.arrayValue else { throw .invalidArgument("batchGet needs a documents list.") }
         let paths = try names.map { item throws(FiregateError) -> ResourcePath in
             guard let name = item.stringValue else { throw .invalidArgument("documents must be names.") }
@@ -18,6 +18,7 @@ enum DocumentCalls {
         }
         let mask = try DocumentRoutes.mask(body.member("mask"))
         let result = try database.batchGet(paths, consistency: try body.consistency())
+        try judge?.get(result.value, in: database)
         var items: [JSON] = []
         for (i, (path, doc)) in result.value.enumerated() {
             var entry: JSON = doc.map { ["found": $0.json(database: database.id, mask: mask)] } ?? ["missing": .string(database.id.resourceName(path))]
@@ -34,12 +35,13 @@ enum DocumentCalls {
     /// RunQuery: one item per document (at least one, carrying `readTime`); `skippedResults`
     /// and a new transaction ride on the first. `explainOptions` is answered as the emulator
     /// does (see `explainMetrics`).
-    static func runQuery(_ database: DocumentDatabase, _ parent: ResourcePath, _ body: JSON) throws(FiregateError) -> [JSON] {
+    static func runQuery(_ database: DocumentDatabase, _ parent: ResourcePath, _ body: JSON, judge: DocumentRulesJudge?) throws(FiregateError) -> [JSON] {
         guard let structured = body.member("structuredQuery"), structured != .null else {
             throw .invalidArgument("runQuery needs a structuredQuery.")
         }
         let query = try Query(structuredQuery: structured, parent: parent, database: database.id)
         let explain = try ExplainRequest(body.member("explainOptions"))
+        try judge?.list(query, in: database)
         let result = try database.runQuery(query, consistency: try body.consistency())
         let readTime = JSON.string(result.readTime.rfc3339)
         var items: [JSON] = []
@@ -56,7 +58,7 @@ enum DocumentCalls {
     }
 
     /// RunAggregationQuery: a single item with the aggregate fields.
-    static func runAggregationQuery(_ database: DocumentDatabase, _ parent: ResourcePath, _ body: JSON) throws(FiregateError) -> [JSON] {
+    static func runAggregationQuery(_ database: DocumentDatabase, _ parent: ResourcePath, _ body: JSON, judge: DocumentRulesJudge?) throws(FiregateError) -> [JSON] {
         guard let aggregationQuery = body.member("structuredAggregationQuery"), aggregationQuery != .null,
               let structured = aggregationQuery.member("structuredQuery"), structured != .null
         else {
@@ -65,6 +67,7 @@ enum DocumentCalls {
         let query = try Query(structuredQuery: structured, parent: parent, database: database.id)
         let aggregations = try Aggregation.parseList(aggregationQuery.member("aggregations"))
         let explain = try ExplainRequest(body.member("explainOptions"))
+        try judge?.list(query, in: database)
         let result = try database.runAggregation(query, aggregations: aggregations, consistency: try body.consistency())
         var item: JSON = ["readTime": .string(result.readTime.rfc3339)]
         if explain?.analyze != false {
@@ -77,8 +80,12 @@ enum DocumentCalls {
         return [item]
     }
 
-    /// ListCollectionIds, paged by the last id of the previous page.
-    static func listCollectionIDs(_ database: DocumentDatabase, _ parent: ResourcePath, _ body: JSON) throws(FiregateError) -> JSON {
+    /// ListCollectionIds, paged by the last id of the previous page. Under rules it is the
+    /// admin's (production serves it to server credentials only; no rule grants it).
+    static func listCollectionIDs(_ database: DocumentDatabase, _ parent: ResourcePath, _ body: JSON, judge: DocumentRulesJudge?) throws(FiregateError) -> JSON {
+        if judge != nil {
+            throw FiregateError(.permissionDenied, "listCollectionIds needs admin credentials (Bearer owner); security rules do not grant it.")
+        }
         var ids = try database.listCollectionIDs(parent: parent, consistency: try body.consistency())
         if let token = body.member("pageToken")?.stringValue, !token.isEmpty {
             let after = try PageToken.collection(token)
@@ -95,10 +102,14 @@ enum DocumentCalls {
 
     /// ListDocuments: a page of a collection, `nextPageToken` when more follow.
     static func listDocuments(_ database: DocumentDatabase, _ collection: ResourcePath, mask: [FieldPath]?, pageSize: Int?, pageToken: String?,
-                              orderBy: String, showMissing: Bool, consistency: ReadConsistency) throws(FiregateError) -> JSON {
+                              orderBy: String, showMissing: Bool, consistency: ReadConsistency, judge: DocumentRulesJudge?) throws(FiregateError) -> JSON {
         let offset = try PageToken.offset(pageToken)
         let orderings = try DocumentRoutes.parseOrderBy(orderBy)
         let limit = pageSize.map { $0 == 0 ? 300 : $0 }
+        if let judge, let collectionID = collection.segments.last {
+            let parent = ResourcePath(Array(collection.segments.dropLast()))
+            try judge.list(Query(parent: parent, collectionID: collectionID, orderBy: orderings, offset: offset, limit: limit), in: database)
+        }
         let listed = try database.list(collection: collection, orderBy: orderings, offset: offset, limit: limit.map { $0 + 1 },
                                        showMissing: showMissing, consistency: consistency)
         var page = listed.value
@@ -120,7 +131,8 @@ enum DocumentCalls {
     }
 
     /// CreateDocument: `document` must not be named; the id is given or made.
-    static func createDocument(_ database: DocumentDatabase, _ collection: ResourcePath, id: String?, document: JSON) async throws(FiregateError) -> ResourcePath {
+    static func createDocument(_ database: DocumentDatabase, _ collection: ResourcePath, id: String?, document: JSON,
+                               judge: DocumentRulesJudge?) async throws(FiregateError) -> ResourcePath {
         let id = id.flatMap { $0.isEmpty ? nil : $0 } ?? AutoID.make()
         try ResourcePath.validateID(id)
         let path = collection.appending(id)
@@ -130,13 +142,13 @@ enum DocumentCalls {
         let fields = try Value.parseFields(document.member("fields"))
         try Write.validateFieldNames(fields)
         let write = Write(path: path, operation: .update(fields: fields, mask: nil), precondition: Precondition(exists: false))
-        _ = try await database.commit([write])
+        _ = try await database.commit([write], judge: judge)
         return path
     }
 
     /// UpdateDocument (REST's PATCH): the fields, limited to `updateMask` when given.
     static func updateDocument(_ database: DocumentDatabase, _ path: ResourcePath, document: JSON, updateMask: [String]?,
-                               precondition: Precondition) async throws(FiregateError) {
+                               precondition: Precondition, judge: DocumentRulesJudge?) async throws(FiregateError) {
         if let name = document.member("name")?.stringValue, !name.isEmpty, try database.id.path(fromName: name) != path {
             throw .invalidArgument("The document name in the body does not match the URL.")
         }
@@ -146,7 +158,7 @@ enum DocumentCalls {
             try paths.map { text throws(FiregateError) in try FieldPath.parseWritable(text) }
         }
         let write = Write(path: path, operation: .update(fields: fields, mask: mask), precondition: precondition)
-        _ = try await database.commit([write])
+        _ = try await database.commit([write], judge: judge)
     }
 
     /// The stored document, as written by a create or an update.
@@ -161,20 +173,20 @@ enum DocumentCalls {
         return try items.map { item throws(FiregateError) in try Write(json: item, database: database.id) }
     }
 
-    static func commit(_ database: DocumentDatabase, _ body: JSON) async throws(FiregateError) -> JSON {
+    static func commit(_ database: DocumentDatabase, _ body: JSON, judge: DocumentRulesJudge?) async throws(FiregateError) -> JSON {
         let writes = try parseWrites(body, database)
         var transaction: String?
         if let tx = body.member("transaction"), tx != .null {
             guard let id = tx.stringValue else { throw .invalidArgument("transaction must be a base64 string.") }
             if !id.isEmpty { transaction = id }
         }
-        return try await database.commit(writes, transaction: transaction).json
+        return try await database.commit(writes, transaction: transaction, judge: judge).json
     }
 
     /// BatchWrite: each write on its own, with a status per write.
-    static func batchWrite(_ database: DocumentDatabase, _ body: JSON) async throws(FiregateError) -> JSON {
+    static func batchWrite(_ database: DocumentDatabase, _ body: JSON, judge: DocumentRulesJudge?) async throws(FiregateError) -> JSON {
         let writes = try parseWrites(body, database)
-        let results = try await database.batchWrite(writes)
+        let results = try await database.batchWrite(writes, judge: judge)
         var writeResults: [JSON] = []
         var statuses: [JSON] = []
         for result in results {

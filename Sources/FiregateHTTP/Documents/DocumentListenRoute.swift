@@ -15,6 +15,8 @@ struct DocumentListenRoute {
     let options: ListenOptions
     let ticker: KeepAliveTicker
     let frames: ListenFrameCache
+    /// Judges the listen once, before anything is streamed.
+    var judge: DocumentRulesJudge?
 
     func open(_ path: ResourcePath, _ request: Request) async throws(FiregateError) -> Response {
         let params = try QueryParameters(request)
@@ -25,6 +27,7 @@ struct DocumentListenRoute {
         if let queryJSON {
             guard !path.isCollection else { throw .invalidArgument("A query listen names the root or a parent document, not a collection.") }
             let query = try Query(structuredQuery: queryJSON, parent: path, database: database.id)
+            try judge?.list(query, in: database)
             let stream = QueryListenStream(database: database, query: query, options: options, ticker: ticker, frames: frames,
                                            changesOnly: changesOnly, resumeAfter: resumeAfter, resuming: lastEventID != nil)
             return Response(status: .ok, headers: ServerSentEvents.headers, body: ResponseBody { writer in
@@ -34,6 +37,7 @@ struct DocumentListenRoute {
         guard path.isDocument else {
             throw .invalidArgument("listen needs a document path, or a query (?query=<structuredQuery JSON> or a body).")
         }
+        if let judge { try judge.get([(path, try database.get(path).value)], in: database) }
         let stream = DocumentListenStream(database: database, path: path, options: options, ticker: ticker, frames: frames,
                                           resumeAfter: resumeAfter, resuming: lastEventID != nil)
         return Response(status: .ok, headers: ServerSentEvents.headers, body: ResponseBody { writer in

@@ -4,10 +4,17 @@ import Hummingbird
 
 /// get, list, batchGet, runQuery, runAggregationQuery and listCollectionIds.
 extension DocumentRoutes {
-    func getDocument(_ database: DocumentDatabase, _ path: ResourcePath, _ request: Request) async throws(FiregateError) -> Response {
+    func getDocument(_ database: DocumentDatabase, _ path: ResourcePath, _ request: Request, _ judge: DocumentRulesJudge?) async throws(FiregateError) -> Response {
         let params = try QueryParameters(request)
         let mask = try params.mask()
         let consistency = try params.consistency()
+        if let judge {
+            // Judged before the answer: a denied caller learns nothing, not even existence.
+            let document = try database.get(path, consistency: consistency).value
+            try judge.get([(path, document)], in: database)
+            guard let document else { throw notFound(database, path) }
+            return JSONResponse.make(document.json(database: database.id, mask: mask))
+        }
         if mask == nil, consistency == .latest {
             // Fast path: the cached encoding of the current version.
             guard let bytes = database.encodedDocument(path) else { throw notFound(database, path) }
@@ -25,11 +32,11 @@ extension DocumentRoutes {
         .notFound("Document \"\(database.resourceName(path))\" not found.")
     }
 
-    func listDocuments(_ database: DocumentDatabase, _ collection: ResourcePath, _ request: Request) throws(FiregateError) -> Response {
+    func listDocuments(_ database: DocumentDatabase, _ collection: ResourcePath, _ request: Request, _ judge: DocumentRulesJudge?) throws(FiregateError) -> Response {
         let params = try QueryParameters(request)
         return JSONResponse.make(try DocumentCalls.listDocuments(
             database, collection, mask: try params.mask(), pageSize: try params.int("pageSize"), pageToken: params.first("pageToken"),
-            orderBy: params.first("orderBy") ?? "", showMissing: try params.bool("showMissing") ?? false, consistency: try params.consistency()))
+            orderBy: params.first("orderBy") ?? "", showMissing: try params.bool("showMissing") ?? false, consistency: try params.consistency(), judge: judge))
     }
 
     /// `orderBy=a desc, __name__` as in ListDocuments.
@@ -50,8 +57,8 @@ extension DocumentRoutes {
         return result
     }
 
-    func batchGet(_ database: DocumentDatabase, _ request: Request) async throws(FiregateError) -> Response {
-        JSONResponse.make(.array(try DocumentCalls.batchGet(database, try await request.jsonObjectBody())))
+    func batchGet(_ database: DocumentDatabase, _ request: Request, _ judge: DocumentRulesJudge?) async throws(FiregateError) -> Response {
+        JSONResponse.make(.array(try DocumentCalls.batchGet(database, try await request.jsonObjectBody(), judge: judge)))
     }
 
     static func mask(_ json: JSON?) throws(FiregateError) -> [FieldPath]? {
@@ -62,16 +69,16 @@ extension DocumentRoutes {
         }
     }
 
-    func runQuery(_ database: DocumentDatabase, _ parent: ResourcePath, _ request: Request) async throws(FiregateError) -> Response {
-        JSONResponse.make(.array(try DocumentCalls.runQuery(database, parent, try await request.jsonObjectBody())))
+    func runQuery(_ database: DocumentDatabase, _ parent: ResourcePath, _ request: Request, _ judge: DocumentRulesJudge?) async throws(FiregateError) -> Response {
+        JSONResponse.make(.array(try DocumentCalls.runQuery(database, parent, try await request.jsonObjectBody(), judge: judge)))
     }
 
-    func runAggregationQuery(_ database: DocumentDatabase, _ parent: ResourcePath, _ request: Request) async throws(FiregateError) -> Response {
-        JSONResponse.make(.array(try DocumentCalls.runAggregationQuery(database, parent, try await request.jsonObjectBody())))
+    func runAggregationQuery(_ database: DocumentDatabase, _ parent: ResourcePath, _ request: Request, _ judge: DocumentRulesJudge?) async throws(FiregateError) -> Response {
+        JSONResponse.make(.array(try DocumentCalls.runAggregationQuery(database, parent, try await request.jsonObjectBody(), judge: judge)))
     }
 
-    func listCollectionIDs(_ database: DocumentDatabase, _ parent: ResourcePath, _ request: Request) async throws(FiregateError) -> Response {
-        JSONResponse.make(try DocumentCalls.listCollectionIDs(database, parent, try await request.jsonObjectBody()))
+    func listCollectionIDs(_ database: DocumentDatabase, _ parent: ResourcePath, _ request: Request, _ judge: DocumentRulesJudge?) async throws(FiregateError) -> Response {
+        JSONResponse.make(try DocumentCalls.listCollectionIDs(database, parent, try await request.jsonObjectBody(), judge: judge))
     }
 }
 

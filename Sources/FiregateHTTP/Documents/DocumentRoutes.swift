@@ -18,46 +18,58 @@ struct DocumentRoutes: Sendable {
     }
 
     func respond(to request: Request, context: BasicRequestContext) async -> Response {
+        var judge: DocumentRulesJudge?
+        var response: Response
         do {
             let target = try DocumentRequestPath.parse(request.uri.path)
-            return try await dispatch(target, request)
+            judge = try DocumentRoutes.judge(backend.rules, target.database, request, surface: target.verb == "listen" ? "sse" : "rest")
+            response = try await dispatch(target, request, judge)
         } catch {
-            return ErrorResponse.firestore(error)
+            response = ErrorResponse.firestore(error)
         }
+        if let judge { response.headers.rulesDecisions(judge.decisionIDs) }
+        return response
     }
 
-    func dispatch(_ target: DocumentRequestPath, _ request: Request) async throws(FiregateError) -> Response {
+    /// The judge of the request's caller (its bearer token), or nil when rules do not judge it.
+    static func judge(_ rules: SecurityRules, _ database: DatabaseID, _ request: Request, surface: String) throws(FiregateError) -> DocumentRulesJudge? {
+        guard rules.judgesFirestore(project: database.project) else { return nil }
+        let caller = try rules.caller(token: SecurityRules.bearerToken(request.headers[.authorization]), judged: true, surface: surface)
+        return rules.documentJudge(database, caller: caller)
+    }
+
+    func dispatch(_ target: DocumentRequestPath, _ request: Request, _ judge: DocumentRulesJudge?) async throws(FiregateError) -> Response {
         let database = backend.documents.database(target.database)
         let method = Self.effectiveMethod(request)
         switch (method, target.verb) {
         case (.get, nil) where target.path.isDocument:
-            return try await getDocument(database, target.path, request)
+            return try await getDocument(database, target.path, request, judge)
         case (.get, nil) where target.path.isCollection:
-            return try listDocuments(database, target.path, request)
+            return try listDocuments(database, target.path, request, judge)
         case (.get, "listen"), (.post, "listen"):
-            return try await DocumentListenRoute(database: database, options: listenOptions, ticker: ticker, frames: frames).open(target.path, request)
+            return try await DocumentListenRoute(database: database, options: listenOptions, ticker: ticker, frames: frames, judge: judge).open(target.path, request)
         case (.post, nil) where target.path.isCollection:
-            return try await createDocument(database, target.path, request)
+            return try await createDocument(database, target.path, request, judge)
         case (.patch, nil) where target.path.isDocument:
-            return try await patchDocument(database, target.path, request)
+            return try await patchDocument(database, target.path, request, judge)
         case (.delete, nil) where target.path.isDocument:
-            return try await deleteDocument(database, target.path, request)
+            return try await deleteDocument(database, target.path, request, judge)
         case (.post, "batchGet") where target.path.isEmpty:
-            return try await batchGet(database, request)
+            return try await batchGet(database, request, judge)
         case (.post, "beginTransaction") where target.path.isEmpty:
             return try await beginTransaction(database, request)
         case (.post, "commit") where target.path.isEmpty:
-            return try await commit(database, request)
+            return try await commit(database, request, judge)
         case (.post, "rollback") where target.path.isEmpty:
             return try await rollback(database, request)
         case (.post, "batchWrite") where target.path.isEmpty:
-            return try await batchWrite(database, request)
+            return try await batchWrite(database, request, judge)
         case (.post, "runQuery") where !target.path.isCollection:
-            return try await runQuery(database, target.path, request)
+            return try await runQuery(database, target.path, request, judge)
         case (.post, "runAggregationQuery") where !target.path.isCollection:
-            return try await runAggregationQuery(database, target.path, request)
+            return try await runAggregationQuery(database, target.path, request, judge)
         case (.post, "listCollectionIds") where !target.path.isCollection:
-            return try await listCollectionIDs(database, target.path, request)
+            return try await listCollectionIDs(database, target.path, request, judge)
         case (_, let verb?) where ["partitionQuery", "write", "listDocuments"].contains(verb):
             throw FiregateError(.unimplemented, "\(verb) is not supported over REST by Firegate.")
         default:

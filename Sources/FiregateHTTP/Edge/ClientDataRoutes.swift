@@ -218,7 +218,10 @@ struct ClientDataRoutes {
         if let body {
             forwarded.body = .init(buffer: .init(bytes: JSONWriter.bytes(body)))
         }
-        var response = try await documents.dispatch(target, forwarded)
+        let caller = RulesCaller(identity: await client.rulesIdentity, surface: "edge", client: await client.id)
+        let judge = documents.backend.rules.documentJudge(target.database, caller: caller)
+        var response = try await documents.dispatch(target, forwarded, judge)
+        if let judge { response.headers.rulesDecisions(judge.decisionIDs) }
         response.headers[ClientDataRoutes.fromCacheHeader] = "false"
         response.headers[ClientDataRoutes.pendingHeader] = "false"
         return response

@@ -114,7 +114,8 @@ final class ConnectionFastPath: ChannelDuplexHandler, RemovableChannelHandler {
             }
             let parse = SimpleRequest.parse(buffer)
             if case .incomplete = parse { return }
-            guard case .simple(let request) = parse else { break }
+            // Judged requests (any ruleset loaded) take the full path, where the rules are.
+            guard case .simple(let request) = parse, !backend.rules.isActive else { break }
             let target = String(decoding: buffer.getBytes(at: buffer.readerIndex + request.path.lowerBound, length: request.path.count) ?? [],
                                 as: UTF8.self)
             let query = request.query.flatMap { buffer.getString(at: buffer.readerIndex + $0.lowerBound, length: $0.count) }

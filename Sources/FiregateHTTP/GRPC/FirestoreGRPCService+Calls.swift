@@ -8,6 +8,14 @@ import SwiftProtobuf
 extension FirestoreGRPCService {
     func database(_ id: DatabaseID) -> DocumentDatabase { backend.documents.database(id) }
 
+    /// The caller of the call being served, when rules are loaded (set by `respond`).
+    @TaskLocal static var caller: RulesCaller?
+
+    /// The judge of this call's requests to `database`, or nil when they are not judged.
+    func judge(_ database: DocumentDatabase) -> DocumentRulesJudge? {
+        FirestoreGRPCService.caller.flatMap { backend.rules.documentJudge(database.id, caller: $0) }
+    }
+
     /// The database and path a request names; a document name where `document` is true.
     func resolve(_ name: String, document: Bool? = nil) throws(FiregateError) -> (DocumentDatabase, ResourcePath) {
         let (id, path) = try FirestoreResourceName.document(name)
@@ -21,7 +29,9 @@ extension FirestoreGRPCService {
     /// GetDocument as a framed response: the latest version of a whole document from its cached
     /// encoding (made once per version), else the general answer.
     func getDocumentMessage(_ request: Google_Firestore_V1_GetDocumentRequest, database id: DatabaseID, path: ResourcePath) throws(FiregateError) -> ByteBuffer {
-        guard !request.hasMask, request.consistencySelector == nil, path.isDocument else { return try GRPCFraming.frame(try getDocument(request)) }
+        guard !request.hasMask, request.consistencySelector == nil, path.isDocument, judge(database(id)) == nil else {
+            return try GRPCFraming.frame(try getDocument(request))
+        }
         let database = database(id)
         let encoded: [UInt8]?
         do {
@@ -37,9 +47,9 @@ extension FirestoreGRPCService {
         let (database, path) = try resolve(request.name, document: true)
         let json = try request.restJSON()
         let mask = try DocumentRoutes.mask(json.member("mask"))
-        guard let document = try database.get(path, consistency: try json.consistency()).value else {
-            throw DocumentRoutes.notFound(database.id, path)
-        }
+        let document = try database.get(path, consistency: try json.consistency()).value
+        try judge(database)?.get([(path, document)], in: database)
+        guard let document else { throw DocumentRoutes.notFound(database.id, path) }
         return document.proto(database: database.id, mask: mask)
     }
 
@@ -51,7 +61,7 @@ extension FirestoreGRPCService {
         let page = try DocumentCalls.listDocuments(
             database, parent.appending(request.collectionID), mask: try DocumentRoutes.mask(json.member("mask")),
             pageSize: request.pageSize > 0 ? Int(request.pageSize) : nil, pageToken: request.pageToken, orderBy: request.orderBy,
-            showMissing: request.showMissing, consistency: try json.consistency())
+            showMissing: request.showMissing, consistency: try json.consistency(), judge: judge(database))
         return try Google_Firestore_V1_ListDocumentsResponse(restJSON: page)
     }
 
@@ -60,7 +70,7 @@ extension FirestoreGRPCService {
         guard !request.collectionID.isEmpty else { throw .invalidArgument("CreateDocument needs a collection_id.") }
         try ResourcePath.validateID(request.collectionID)
         let path = try await DocumentCalls.createDocument(database, parent.appending(request.collectionID), id: request.documentID,
-                                                          document: try request.document.restJSON())
+                                                          document: try request.document.restJSON(), judge: judge(database))
         let mask = try DocumentRoutes.mask(try request.restJSON().member("mask"))
         return try Google_Firestore_V1_Document(restJSON: try DocumentCalls.written(database, path, mask: mask))
     }
@@ -70,20 +80,20 @@ extension FirestoreGRPCService {
         let json = try request.restJSON()
         try await DocumentCalls.updateDocument(database, path, document: try request.document.restJSON(),
                                                updateMask: request.hasUpdateMask ? request.updateMask.fieldPaths : nil,
-                                               precondition: try Precondition(json: json.member("currentDocument")))
+                                               precondition: try Precondition(json: json.member("currentDocument")), judge: judge(database))
         return try Google_Firestore_V1_Document(restJSON: try DocumentCalls.written(database, path, mask: try DocumentRoutes.mask(json.member("mask"))))
     }
 
     func deleteDocument(_ request: Google_Firestore_V1_DeleteDocumentRequest) async throws(FiregateError) -> Google_Protobuf_Empty {
         let (database, path) = try resolve(request.name, document: true)
         let precondition = try Precondition(json: try request.restJSON().member("currentDocument"))
-        _ = try await database.commit([Write(path: path, operation: .delete, precondition: precondition)])
+        _ = try await database.commit([Write(path: path, operation: .delete, precondition: precondition)], judge: judge(database))
         return Google_Protobuf_Empty()
     }
 
     func batchGetDocuments(_ request: Google_Firestore_V1_BatchGetDocumentsRequest) async throws(FiregateError) -> [Google_Firestore_V1_BatchGetDocumentsResponse] {
         let database = database(try FirestoreResourceName.database(request.database))
-        return try DocumentCalls.batchGet(database, try request.restJSON()).map { item throws(FiregateError) in
+        return try DocumentCalls.batchGet(database, try request.restJSON(), judge: judge(database)).map { item throws(FiregateError) in
             try Google_Firestore_V1_BatchGetDocumentsResponse(restJSON: item)
         }
     }
@@ -100,7 +110,7 @@ extension FirestoreGRPCService {
 
     func commit(_ request: Google_Firestore_V1_CommitRequest) async throws(FiregateError) -> Google_Firestore_V1_CommitResponse {
         let database = database(try FirestoreResourceName.database(request.database))
-        return try Google_Firestore_V1_CommitResponse(restJSON: try await DocumentCalls.commit(database, try request.restJSON()))
+        return try Google_Firestore_V1_CommitResponse(restJSON: try await DocumentCalls.commit(database, try request.restJSON(), judge: judge(database)))
     }
 
     func rollback(_ request: Google_Firestore_V1_RollbackRequest) async throws(FiregateError) -> Google_Protobuf_Empty {
@@ -111,14 +121,14 @@ extension FirestoreGRPCService {
 
     func runQuery(_ request: Google_Firestore_V1_RunQueryRequest) async throws(FiregateError) -> [Google_Firestore_V1_RunQueryResponse] {
         let (database, parent) = try resolve(request.parent, document: false)
-        return try DocumentCalls.runQuery(database, parent, try request.restJSON()).map { item throws(FiregateError) in
+        return try DocumentCalls.runQuery(database, parent, try request.restJSON(), judge: judge(database)).map { item throws(FiregateError) in
             try Google_Firestore_V1_RunQueryResponse(restJSON: item)
         }
     }
 
     func runAggregationQuery(_ request: Google_Firestore_V1_RunAggregationQueryRequest) async throws(FiregateError) -> [Google_Firestore_V1_RunAggregationQueryResponse] {
         let (database, parent) = try resolve(request.parent, document: false)
-        return try DocumentCalls.runAggregationQuery(database, parent, try request.restJSON()).map { item throws(FiregateError) in
+        return try DocumentCalls.runAggregationQuery(database, parent, try request.restJSON(), judge: judge(database)).map { item throws(FiregateError) in
             try Google_Firestore_V1_RunAggregationQueryResponse(restJSON: item)
         }
     }
@@ -134,12 +144,12 @@ extension FirestoreGRPCService {
 
     func listCollectionIDs(_ request: Google_Firestore_V1_ListCollectionIdsRequest) async throws(FiregateError) -> Google_Firestore_V1_ListCollectionIdsResponse {
         let (database, parent) = try resolve(request.parent, document: false)
-        return try Google_Firestore_V1_ListCollectionIdsResponse(restJSON: try DocumentCalls.listCollectionIDs(database, parent, try request.restJSON()))
+        return try Google_Firestore_V1_ListCollectionIdsResponse(restJSON: try DocumentCalls.listCollectionIDs(database, parent, try request.restJSON(), judge: judge(database)))
     }
 
     func batchWrite(_ request: Google_Firestore_V1_BatchWriteRequest) async throws(FiregateError) -> Google_Firestore_V1_BatchWriteResponse {
         let database = database(try FirestoreResourceName.database(request.database))
-        return try Google_Firestore_V1_BatchWriteResponse(restJSON: try await DocumentCalls.batchWrite(database, try request.restJSON()))
+        return try Google_Firestore_V1_BatchWriteResponse(restJSON: try await DocumentCalls.batchWrite(database, try request.restJSON(), judge: judge(database)))
     }
 }
 

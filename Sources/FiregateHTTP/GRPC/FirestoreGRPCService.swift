@@ -44,12 +44,21 @@ struct FirestoreGRPCService: Sendable {
             ticket = await admit(scope, request.headers, identity, channel)
             if ticket == nil { status = .unavailable("The network is offline for \(scope.name) (a Firegate network switch).") }
         }
+        var caller: RulesCaller?
+        if status == nil, backend.rules.isActive {
+            do {
+                caller = try backend.rules.caller(token: SecurityRules.bearerToken(request.headers[.authorization]), judged: true, surface: "grpc")
+            } catch {
+                status = error
+            }
+        }
         let readers = GRPCRequestReaders()
         if status == nil {
             requests.ticket = ticket
             responses.ticket = ticket
-            status = await serve(path: request.uri.path, requests: &requests, responses: &responses, ticket: ticket, channel: channel,
-                                 readers: readers)
+            status = await FirestoreGRPCService.$caller.withValue(caller) {
+                await serve(path: request.uri.path, requests: &requests, responses: &responses, ticket: ticket, channel: channel, readers: readers)
+            }
         }
         ticket?.end()
         connections.finished(request.uri.path.dropFirst(FirestoreGRPCService.pathPrefix.count), status: ticket?.terminated ?? status, ticket: ticket)

@@ -42,6 +42,7 @@ struct FirestoreListenCall {
         ticket?.onTerminate { error in subscription.deliver(.closed(error)) }
         defer { subscription.cancel() }
         var targets = ListenTargets(database: database, startingAfter: subscription.startsAfter)
+        targets.judge = FirestoreGRPCService.caller.flatMap { backend.rules.documentJudge(database.id, caller: $0) }
         return await withGracefulShutdownHandler {
             do {
                 try await responses.send(all: try targets.handle(first))

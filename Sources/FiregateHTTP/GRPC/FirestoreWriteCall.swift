@@ -63,7 +63,8 @@ struct FirestoreWriteCall {
                     throw FiregateError.invalidArgument("A Write stream serves one database; \(request.database) is not \(id.name).")
                 }
                 guard !request.writes.isEmpty else { continue }
-                let result = try await DocumentCalls.commit(database, try request.restJSON())
+                let judge = FirestoreGRPCService.caller.flatMap { backend.rules.documentJudge(id, caller: $0) }
+                let result = try await DocumentCalls.commit(database, try request.restJSON(), judge: judge)
                 var response = try Google_Firestore_V1_WriteResponse(restJSON: result)
                 response.streamID = streamID
                 response.streamToken = nextToken()

@@ -177,7 +177,8 @@ final class GRPCFastPath: ChannelInboundHandler {
 
     /// Takes a Listen call at its head when it can serve it from the loop (see the type's comment).
     private func startListen(_ stream: HTTP2StreamID, _ headers: HPACKHeaders, context: ChannelHandlerContext) -> Bool {
-        guard let scope = routedScope(headers) else { return false }
+        // Judged calls (any ruleset loaded) take the full path, where the rules are.
+        guard !service.backend.rules.isActive, let scope = routedScope(headers) else { return false }
         if connection == nil { connection = service.connections.connection(ofConnection: context.channel) }
         guard let ticket = connection!.begin(scope, caller: {
             (headers.first(name: "x-firebase-gmpid"), headers.first(name: "user-agent"), CallIdentity(authorization: headers.first(name: "authorization")))
@@ -220,7 +221,7 @@ final class GRPCFastPath: ChannelInboundHandler {
 
     private func requestEnded(_ stream: HTTP2StreamID, context: ChannelHandlerContext) {
         // Whatever this path cannot decide goes to the full path, which answers it (errors too).
-        guard var call = calls[stream], let message = GRPCFastPath.singleMessage(call.body),
+        guard !service.backend.rules.isActive, var call = calls[stream], let message = GRPCFastPath.singleMessage(call.body),
               let request = FastRequest(call.method, message, databases: databases) else { return handOver(stream, context: context) }
         if case .commit(let database, _) = request { remember(database.name, database) }
         let headers = call.headers

@@ -19,6 +19,8 @@ struct ListenTargets {
     /// A target was added or changed since the last global snapshot.
     private var snapshotPending = false
     private var nextAssignedID: Int32 = 1
+    /// Judges each target as it is added: a denied one is removed with the denial as its cause.
+    var judge: DocumentRulesJudge?
 
     struct Target {
         enum Kind {
@@ -83,6 +85,7 @@ struct ListenTargets {
             guard databaseID == database.id else { throw .invalidArgument("The target's parent lies outside \(database.id.name).") }
             guard !parent.isCollection else { throw .invalidArgument("A query's parent is the documents root or a document.") }
             let query = try Query(structuredQuery: try queryTarget.structuredQuery.restJSON(), parent: parent, database: database.id)
+            try judge?.list(query, in: database)
             let listen = database.listen(query, bufferLimit: 1, resumeAfter: resumeAfter.sequence)
             listen.subscription.cancel()
             let window = listen.matches.window
@@ -110,6 +113,10 @@ struct ListenTargets {
                 let (databaseID, path) = try FirestoreResourceName.document(name)
                 guard databaseID == database.id, path.isDocument else { throw .invalidArgument("\"\(name)\" is not a document of \(database.id.name).") }
                 paths.insert(path)
+            }
+            if let judge {
+                let sorted = paths.sorted { ResourcePath.compare($0, $1) < 0 }
+                try judge.get(try sorted.map { path throws(FiregateError) in (path, try database.get(path).value) }, in: database)
             }
             for path in paths.sorted(by: { ResourcePath.compare($0, $1) < 0 }) {
                 let listen = database.listen(document: path, bufferLimit: 1, resumeAfter: resumeAfter.sequence)

@@ -34,6 +34,15 @@ struct OperationRoutes: Sendable {
         if segments[2] == "connections" {
             return try await ConnectionRoutes(registry: connections).respond(request, rest: segments.dropFirst(3))
         }
+        // /emulator/v1/projects/{p}:securityRules and /emulator/v1/rules/decisions[/{id}].
+        if segments.count == 4, segments[2] == "projects", let colon = segments[3].lastIndex(of: ":") {
+            let project = String(segments[3][..<colon]), verb = segments[3][segments[3].index(after: colon)...]
+            guard verb == "securityRules", !project.isEmpty else { throw OperationRoutes.noRoute(request) }
+            return try await rulesRoutes.firestore(request, project: project)
+        }
+        if segments.count == 4 || segments.count == 5, segments[2] == "rules", segments[3] == "decisions" {
+            return try rulesRoutes.decisions(request, id: segments.count == 5 ? segments[4] : nil)
+        }
         guard segments.count == 3 else { throw OperationRoutes.noRoute(request) }
         switch (request.method, segments[2]) {
         case (.post, "reset"): return try await resetAll()
@@ -47,6 +56,8 @@ struct OperationRoutes: Sendable {
         default: throw OperationRoutes.noRoute(request)
         }
     }
+
+    var rulesRoutes: RulesRoutes { RulesRoutes(rules: backend.rules, ticker: ticker) }
 
     static func noRoute(_ request: Request) -> FiregateError {
         .notFound("No route for \(request.method) \(request.uri.path)")

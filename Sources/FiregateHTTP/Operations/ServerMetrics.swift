@@ -108,6 +108,10 @@ final class ServerMetrics: Sendable {
         mirror("firegate_gc_runs_total", [], counts["gc"] ?? 0)
         mirror("firegate_on_disconnect_runs_total", [], counts["onDisconnect"] ?? 0)
         gauge("firegate_documents", [], backend.documents.allDatabases.reduce(0) { $0 + $1.documentCount })
+        let decisions = backend.rules.decisions.counts
+        for outcome in RulesDecisionRecord.Outcome.allCases {
+            mirror("firegate_rules_decisions_total", [("outcome", outcome.rawValue)], Int64(decisions[outcome] ?? 0))
+        }
         let open = connections.countsByProtocol
         for name in ["firestore-grpc", "rtdb-websocket"] {
             gauge("firegate_connections", [("protocol", name)], open[name] ?? 0)

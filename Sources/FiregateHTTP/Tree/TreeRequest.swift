@@ -25,6 +25,8 @@ struct TreeRequest {
     var wantsStream = false
     var callback: String?
     var download: String?
+    /// `?auth=` (or `access_token=`): the caller's token, as REST clients send it.
+    var authToken: String?
 
     /// Parameters that may come with `shallow=true`.
     static let shallowCompatible: Set<String> = ["shallow", "ns", "auth", "access_token", "print", "x-http-method-override", "ac", "timeout"]
@@ -72,6 +74,7 @@ struct TreeRequest {
         query = try TreeQueryParser.parse(parameters)
         callback = parameters["callback"]
         download = parameters["download"]
+        authToken = parameters["auth"] ?? parameters["access_token"]
 
         wantsETag = request.headers[HTTPField.Name("X-Firebase-ETag")!]?.lowercased() == "true"
         ifMatch = request.headers[.ifMatch]

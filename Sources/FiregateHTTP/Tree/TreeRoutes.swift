@@ -9,19 +9,31 @@ struct TreeRoutes: Sendable {
     let backend: Backend
 
     func respond(to request: Request, context: BasicRequestContext) async -> Response {
+        if request.uri.path == "/.settings/rules.json" {
+            return await RulesRoutes.tree(request, rules: backend.rules, defaultNamespace: backend.defaultProject)
+        }
+        var judge: TreeRulesJudge?
+        var response: Response
         do {
             let call = try TreeRequest(request, defaultNamespace: backend.defaultProject)
+            if call.method != .options, backend.rules.isActive, backend.rules.realtime(namespace: call.namespace) != nil {
+                let token = SecurityRules.bearerToken(request.headers[.authorization]) ?? call.authToken
+                let caller = try backend.rules.caller(token: token, judged: true, surface: call.wantsStream ? "sse" : "rest")
+                judge = backend.rules.treeJudge(call.namespace, caller: caller)
+            }
             switch call.method {
-            case .options: return TreeResponses.preflight()
-            case .get: return call.wantsStream ? try await stream(call, request) : try await get(call)
-            case .put: return try await put(call, body: try await body(request))
-            case .post: return try await post(call, body: try await body(request))
-            case .patch: return try await patch(call, body: try await body(request))
-            case .delete: return try await delete(call)
+            case .options: response = TreeResponses.preflight()
+            case .get: response = call.wantsStream ? try await stream(call, request, judge) : try await get(call, judge)
+            case .put: response = try await put(call, body: try await body(request), judge)
+            case .post: response = try await post(call, body: try await body(request), judge)
+            case .patch: response = try await patch(call, body: try await body(request), judge)
+            case .delete: response = try await delete(call, judge)
             }
         } catch {
-            return TreeResponses.error(ErrorResponse.normalize(error))
+            response = TreeResponses.error(ErrorResponse.normalize(error))
         }
+        if let judge { response.headers.rulesDecisions(judge.decisionIDs) }
+        return response
     }
 
     var tree: TreeBackend { backend.tree }
@@ -43,7 +55,8 @@ struct TreeRoutes: Sendable {
         }
     }
 
-    func get(_ call: TreeRequest) async throws -> Response {
+    func get(_ call: TreeRequest, _ judge: TreeRulesJudge?) async throws -> Response {
+        if let judge { try judge.read(call.path, query: call.query, root: try await tree.snapshot(namespace: call.namespace)) }
         let plain = call.query == nil && !call.shallow && call.format == .plain && call.print != .pretty
         if plain && !call.wantsETag && call.ifNoneMatch == nil {
             // The hot path: a bare read, answered from the encoded cache.
@@ -73,16 +86,17 @@ struct TreeRoutes: Sendable {
         return TreeResponses.json(bytes, for: call, etag: etag)
     }
 
-    func stream(_ call: TreeRequest, _ request: Request) async throws -> Response {
+    func stream(_ call: TreeRequest, _ request: Request, _ judge: TreeRulesJudge?) async throws -> Response {
+        if let judge { try judge.read(call.path, query: call.query, root: try await tree.snapshot(namespace: call.namespace)) }
         let key = TreeStreamKey(path: call.path, query: call.query, format: call.format)
         let subscription = try await tree.subscribe(namespace: call.namespace, key: key)
         return TreeEventStreamResponse.make(subscription, tree: tree, request: request)
     }
 
-    func put(_ call: TreeRequest, body: JSON) async throws -> Response {
+    func put(_ call: TreeRequest, body: JSON, _ judge: TreeRulesJudge?) async throws -> Response {
         let value = try TreeWriteValue.prepare(body, at: call.path)
         let request = TreeWriteRequest(path: call.path, operation: .set(value), ifMatch: call.ifMatch, wantsETag: call.wantsETag)
-        switch try await tree.write(namespace: call.namespace, request) {
+        switch try await tree.write(namespace: call.namespace, request, judge: judge) {
         case .conflict(let current, let etag):
             return TreeResponses.conflict(current, etag: etag, for: call)
         case .written(let result):
@@ -91,11 +105,11 @@ struct TreeRoutes: Sendable {
         }
     }
 
-    func post(_ call: TreeRequest, body: JSON) async throws -> Response {
+    func post(_ call: TreeRequest, body: JSON, _ judge: TreeRulesJudge?) async throws -> Response {
         guard !call.path.isPriority else { throw TreePath.invalidPathError }
         let value = try TreeWriteValue.prepare(body, at: call.path.appending("-"))
         let request = TreeWriteRequest(path: call.path, operation: .push(value), wantsETag: call.wantsETag)
-        guard case .written(let result) = try await tree.write(namespace: call.namespace, request), let key = result.pushKey else {
+        guard case .written(let result) = try await tree.write(namespace: call.namespace, request, judge: judge), let key = result.pushKey else {
             throw FiregateError.internal("Push did not produce a key.")
         }
         let reply = JSONWriter.bytes(["name": .string(key)], style: TreeResponses.style(call))
@@ -110,14 +124,14 @@ struct TreeRoutes: Sendable {
         return try TreeUpdateEntry.relativePaths(of: body)
     }
 
-    func patch(_ call: TreeRequest, body: JSON) async throws -> Response {
+    func patch(_ call: TreeRequest, body: JSON, _ judge: TreeRulesJudge?) async throws -> Response {
         guard !call.path.isPriority else { throw TreePath.invalidPathError }
         var entries: [TreeUpdateEntry] = []
         for (relative, json) in try TreeRoutes.patchEntries(body) {
             entries.append(TreeUpdateEntry(path: relative, value: try TreeWriteValue.prepare(json, at: call.path.appending(relative))))
         }
         let request = TreeWriteRequest(path: call.path, operation: .update(entries))
-        guard case .written(let result) = try await tree.write(namespace: call.namespace, request) else {
+        guard case .written(let result) = try await tree.write(namespace: call.namespace, request, judge: judge) else {
             throw FiregateError.internal("Update reported a conflict.")
         }
         var members: [(String, TreeNodeWriter.Member)] = result.entries.map { ($0.path.joined, .node($0.node)) }
@@ -126,9 +140,9 @@ struct TreeRoutes: Sendable {
         return TreeResponses.json(echo, for: call)
     }
 
-    func delete(_ call: TreeRequest) async throws -> Response {
+    func delete(_ call: TreeRequest, _ judge: TreeRulesJudge?) async throws -> Response {
         let request = TreeWriteRequest(path: call.path, operation: .set(.node(.empty)), ifMatch: call.ifMatch, wantsETag: call.wantsETag)
-        switch try await tree.write(namespace: call.namespace, request) {
+        switch try await tree.write(namespace: call.namespace, request, judge: judge) {
         case .conflict(let current, let etag):
             return TreeResponses.conflict(current, etag: etag, for: call)
         case .written(let result):

@@ -1,0 +1,152 @@
+import FiregateModel
+import FiregateRules
+import Foundation
+import Synchronization
+
+/// The rulesets in force (DESIGN §1.7): Firestore rules per project, Realtime Database rules per
+/// namespace. Startup rules (flags, firebase.json) apply wherever nothing was loaded over HTTP,
+/// and `DELETE` goes back to them. Nothing loaded anywhere = everything allowed, as the emulators.
+/// Loads replace a ruleset whole; a ruleset with errors changes nothing.
+public final class SecurityRules: Sendable {
+    /// A Firestore ruleset as loaded: its file, the compiled rules and the issues found.
+    public struct FirestoreRelease: Sendable {
+        public let fileName: String
+        public let ruleset: FirestoreRuleset
+        public let issues: [RulesIssue]
+        public let loadedAt: Timestamp
+    }
+
+    /// A Realtime Database ruleset as loaded.
+    public struct RealtimeRelease: Sendable {
+        public let ruleset: RealtimeRuleset
+        public let loadedAt: Timestamp
+    }
+
+    struct State {
+        var startupFirestore: FirestoreRelease?
+        var startupRealtime: RealtimeRelease?
+        var startupRealtimeByNamespace: [String: RealtimeRelease] = [:]
+        var firestore: [String: FirestoreRelease] = [:]
+        var realtime: [String: RealtimeRelease] = [:]
+    }
+
+    let state = Mutex(State())
+    /// Whether any ruleset exists: the fast paths read this before anything else, so a server
+    /// without rules pays one atomic load per request.
+    let anyLoaded = Atomic<Bool>(false)
+    public let decisions: RulesDecisionLog
+    let clock: ServerClock
+    private let observers = Mutex<[@Sendable (RulesChange) -> Void]>([])
+    let adminToken = Mutex<String?>(nil)
+
+    public init(clock: ServerClock) {
+        self.clock = clock
+        decisions = RulesDecisionLog(clock: clock)
+    }
+
+    /// Whether any ruleset is loaded (for any project or namespace).
+    public var isActive: Bool { anyLoaded.load(ordering: .relaxed) }
+
+    /// Whether the project's document requests are judged at all.
+    public func judgesFirestore(project: String) -> Bool {
+        isActive && firestore(project: project) != nil
+    }
+
+    public func firestore(project: String) -> FirestoreRelease? {
+        state.withLock { $0.firestore[project] ?? $0.startupFirestore }
+    }
+
+    public func realtime(namespace: String) -> RealtimeRelease? {
+        state.withLock { $0.realtime[namespace] ?? $0.startupRealtimeByNamespace[namespace] ?? $0.startupRealtime }
+    }
+
+    // MARK: Loading
+
+    /// Compiles `source` and, when it has no error, makes it the project's rules. The issues
+    /// (warnings too) come back either way.
+    @discardableResult
+    public func loadFirestore(project: String?, fileName: String, source: String) -> (applied: Bool, issues: [RulesIssue]) {
+        let (ruleset, issues) = FirestoreRulesLoader.load(source)
+        guard let ruleset else { return (false, issues) }
+        let release = FirestoreRelease(fileName: fileName, ruleset: ruleset, issues: issues, loadedAt: clock.now())
+        state.withLock { state in
+            if let project { state.firestore[project] = release } else { state.startupFirestore = release }
+        }
+        changed(.firestore(project: project))
+        return (true, issues)
+    }
+
+    /// Parses `source` (JSON with comments) and makes it the namespace's rules (nil: the startup
+    /// rules of every namespace); a parse error throws and changes nothing.
+    public func loadRealtime(namespace: String?, source: String, startup: Bool = false) throws(RulesIssue) {
+        let release = RealtimeRelease(ruleset: try RealtimeRuleset.parse(source), loadedAt: clock.now())
+        state.withLock { state in
+            switch (namespace, startup) {
+            case (nil, _): state.startupRealtime = release
+            case (let namespace?, true): state.startupRealtimeByNamespace[namespace] = release
+            case (let namespace?, false): state.realtime[namespace] = release
+            }
+        }
+        changed(.realtime(namespace: namespace))
+    }
+
+    /// Back to the startup rules (or none) for the project.
+    public func resetFirestore(project: String) {
+        state.withLock { _ = $0.firestore.removeValue(forKey: project) }
+        changed(.firestore(project: project))
+    }
+
+    public func resetRealtime(namespace: String) {
+        state.withLock { _ = $0.realtime.removeValue(forKey: namespace) }
+        changed(.realtime(namespace: namespace))
+    }
+
+    /// Called after every change of rules (streams re-judge what they serve).
+    public func onChange(_ observer: @escaping @Sendable (RulesChange) -> Void) {
+        observers.withLock { $0.append(observer) }
+    }
+
+    private func changed(_ change: RulesChange) {
+        let any = state.withLock { state in
+            state.startupFirestore != nil || state.startupRealtime != nil || !state.startupRealtimeByNamespace.isEmpty
+                || !state.firestore.isEmpty || !state.realtime.isEmpty
+        }
+        anyLoaded.store(any, ordering: .relaxed)
+        for observer in observers.withLock({ $0 }) { observer(change) }
+    }
+}
+
+/// Which rules changed: a project's (nil: the startup rules, so every project), or a namespace's.
+public enum RulesChange: Sendable, Equatable {
+    case firestore(project: String?)
+    case realtime(namespace: String?)
+}
+
+extension SecurityRules {
+    /// Who a bearer token names (DESIGN §1.7): `owner` and the admin token are the admin; a JWT
+    /// is taken at face value (signature, `alg` and `exp` unchecked, as the emulators do);
+    /// no token is unauthenticated; anything else is refused (401) — but only where rules
+    /// judge, so a server without rules accepts every token as before.
+    public func caller(token: String?, judged: Bool, surface: String, client: String? = nil) throws(FiregateError) -> RulesCaller {
+        guard let token, !token.isEmpty else { return RulesCaller(identity: .unauthenticated, surface: surface, client: client) }
+        if let adminToken = adminToken.withLock({ $0 }), token == adminToken {
+            return RulesCaller(identity: .admin, surface: surface, client: client)
+        }
+        let identity = CallIdentity(token: token)
+        if judged, identity == .unauthenticated {
+            throw FiregateError(.unauthenticated, "The bearer token is neither `owner` nor a JWT (header.payload.signature, base64url) naming a user (sub or user_id).")
+        }
+        return RulesCaller(identity: identity, surface: surface, client: client)
+    }
+
+    /// The token of an `Authorization: Bearer …` header.
+    public static func bearerToken(_ authorization: String?) -> String? {
+        guard let authorization, authorization.lowercased().hasPrefix("bearer ") else { return nil }
+        return authorization.dropFirst("bearer ".count).trimmingCharacters(in: .whitespaces)
+    }
+
+    /// `--admin-token`: requests bearing it act as the admin, bypassing rules.
+    public func trust(adminToken token: String?) {
+        adminToken.withLock { $0 = token }
+    }
+}
