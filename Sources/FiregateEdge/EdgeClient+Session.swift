@@ -18,12 +18,15 @@ extension EdgeClient {
     /// emulators read one (`owner` is the admin, a JWT names its user), else the signed-in uid
     /// as a token with `sub` and `user_id`; signed out is unauthenticated.
     public var rulesIdentity: CallIdentity {
-        guard let auth, let uid = auth.uid else { return .unauthenticated }
-        if let token = auth.token {
-            let identity = CallIdentity(token: token)
-            if identity != .unauthenticated { return identity }
+        guard let auth else { return .unauthenticated }
+        if auth.token == "owner" { return .admin }
+        guard let uid = auth.uid else { return .unauthenticated }
+        var (user, claims): (String, JSON) = (uid, ["sub": .string(uid), "user_id": .string(uid)])
+        if let token = auth.token, case .user(let named, let payload) = CallIdentity(token: token) { (user, claims) = (named, payload) }
+        if case .object(let extra)? = auth.claims {
+            for (key, value) in extra { claims = claims.withMember(key, value) }
         }
-        return .user(uid: uid, claims: ["sub": .string(uid), "user_id": .string(uid)])
+        return .user(uid: user, claims: claims)
     }
 
     /// The signed-in user's uid; "" when signed out.

@@ -129,7 +129,9 @@ extension EdgeClient {
         }
         do {
             // The batch leaves the on-disk queue in the commit's own transaction.
-            return .success(try database.beginCommit(batch.writes, companion: storage?.mutationRemoval(id: batch.id)))
+            // Judged with the identity the client has as it sends the batch.
+            let judge = backend.rules.documentJudge(settings.databaseID, caller: RulesCaller(identity: rulesIdentity, surface: "edge", client: id))
+            return .success(try database.beginCommit(batch.writes, companion: storage?.mutationRemoval(id: batch.id), judge: judge))
         } catch {
             return .failure(error)
         }

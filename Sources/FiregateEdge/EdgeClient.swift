@@ -117,7 +117,8 @@ public actor EdgeClient {
 
     /// What the network switch, the gates and the auth token allow the tree side now.
     var treeLink: TreeSync.Link {
-        TreeSync.Link(online: network.online && !heartbeat.dropped, holdWatch: gates.holdWatch, holdWrites: gates.holdWrites, writesPaused: writesPaused)
+        TreeSync.Link(online: network.online && !heartbeat.dropped, holdWatch: gates.holdWatch, holdWrites: gates.holdWrites, writesPaused: writesPaused,
+                      identity: rulesIdentity)
     }
     var onlineState: OnlineState {
         network.online && !(scripted?.offline ?? false) && !recovery.holdsStorageFailure ? .online : .offline

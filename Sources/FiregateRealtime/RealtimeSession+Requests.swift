@@ -21,7 +21,7 @@ extension RealtimeSession {
         case "n": return try await unlisten(number, body)
         case "p": return try await put(number, body)
         case "m": return try await merge(number, body)
-        case "o", "om", "oc": return try onDisconnect(number, action, body)
+        case "o", "om", "oc": return try await onDisconnect(number, action, body)
         case "g": return try await get(number, body)
         case "auth", "gauth", "unauth": return try authenticate(number, action, body)
         // App Check tokens are accepted and not judged; stats only count.
@@ -56,6 +56,7 @@ extension RealtimeSession {
     /// the listen (the SDK does on reconnect; the hash `h` is not needed: data is always sent).
     private func listen(_ number: Int64, _ body: JSON) async throws -> [UInt8] {
         let (key, queryJSON) = try target(body)
+        if let judge = judge() { try judge.read(key.path, query: key.query, root: try await tree.snapshot(namespace: namespace)) }
         let tag = body.member("t")?.integerLike
         let (generation, replaced) = state.withLock { state -> (Int, TreeStreamSubscription?) in
             state.nextGeneration += 1
@@ -101,6 +102,7 @@ extension RealtimeSession {
     /// `g`: the value (or the query's result) at the location.
     private func get(_ number: Int64, _ body: JSON) async throws -> [UInt8] {
         let (key, _) = try target(body)
+        if let judge = judge() { try judge.read(key.path, query: key.query, root: try await tree.snapshot(namespace: namespace)) }
         let node = try await tree.read(namespace: namespace, path: key.path)
         guard let query = key.query else { return RealtimeOutbound.reply(number, value: node) }
         return RealtimeOutbound.reply(number, value: TreeQueryEvaluator.evaluate(query, on: node).node)
@@ -120,7 +122,7 @@ extension RealtimeSession {
         default: throw FiregateError.invalidArgument("The hash \"h\" must be a string.")
         }
         let request = TreeWriteRequest(path: path, operation: .set(try TreeWriteValue.prepare(data, at: path)), ifSDKHash: hash)
-        if case .conflict = try await tree.write(namespace: namespace, request) {
+        if case .conflict = try await tree.write(namespace: namespace, request, judge: judge()) {
             return RealtimeOutbound.reply(number, status: "datastale", data: "Transaction hash does not match")
         }
         return ok(number)
@@ -131,22 +133,27 @@ extension RealtimeSession {
         let path = try location(body)
         guard !path.isPriority else { throw TreePath.invalidPathError }
         let entries = try TreeUpdateEntry.prepare(body.member("d") ?? .null, under: path)
-        _ = try await tree.write(namespace: namespace, TreeWriteRequest(path: path, operation: .update(entries)))
+        _ = try await tree.write(namespace: namespace, TreeWriteRequest(path: path, operation: .update(entries)), judge: judge())
         return ok(number)
     }
 
     /// `o` (set; null removes), `om` (update), `oc` (cancel at and below the path): kept for
     /// when this connection closes, validated now so a bad one is refused at once.
-    private func onDisconnect(_ number: Int64, _ action: String, _ body: JSON) throws -> [UInt8] {
+    private func onDisconnect(_ number: Int64, _ action: String, _ body: JSON) async throws -> [UInt8] {
         let path = try location(body)
         let data = body.member("d") ?? .null
         switch action {
         case "o":
-            _ = try TreeWriteValue.prepare(data, at: path)
+            let value = try TreeWriteValue.prepare(data, at: path)
+            // Judged at registration, and again when it fires (B7).
+            if let judge = judge() { try await tree.check(namespace: namespace, TreeWriteRequest(path: path, operation: .set(value)), judge: judge) }
             state.withLock { $0.onDisconnect.add(OnDisconnectOperation(path: path, kind: .set(data), registered: true)) }
         case "om":
             guard !path.isPriority else { throw TreePath.invalidPathError }
-            let entries = try TreeUpdateEntry.checkedRelativePaths(of: data, under: path).raw
+            let (entries, prepared) = try TreeUpdateEntry.checkedRelativePaths(of: data, under: path)
+            if let judge = judge(), !prepared.isEmpty {
+                try await tree.check(namespace: namespace, TreeWriteRequest(path: path, operation: .update(prepared)), judge: judge)
+            }
             if !entries.isEmpty {
                 state.withLock { $0.onDisconnect.add(OnDisconnectOperation(path: path, kind: .update(entries), registered: true)) }
             }

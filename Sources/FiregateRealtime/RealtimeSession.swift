@@ -65,10 +65,13 @@ public final class RealtimeSession: Sendable {
     let hooks: RealtimeSessionHooks
     let limits: RealtimeLimits
     let state: Mutex<State>
+    /// The rules that judge this connection's requests (nil: none).
+    let rules: SecurityRules?
 
     public init(tree: TreeBackend, namespace: String, identity: CallIdentity, transport: any RealtimeTransport,
-                hooks: RealtimeSessionHooks = RealtimeSessionHooks(), limits: RealtimeLimits = RealtimeLimits()) {
+                hooks: RealtimeSessionHooks = RealtimeSessionHooks(), limits: RealtimeLimits = RealtimeLimits(), rules: SecurityRules? = nil) {
         self.tree = tree
+        self.rules = rules
         self.namespace = namespace
         self.transport = transport
         self.hooks = hooks
@@ -77,6 +80,11 @@ public final class RealtimeSession: Sendable {
     }
 
     public var identity: CallIdentity { state.withLock { $0.identity } }
+
+    /// The judge of a request made now, with the connection's current identity.
+    func judge() -> TreeRulesJudge? {
+        rules?.treeJudge(namespace, caller: RulesCaller(identity: identity, surface: "websocket"))
+    }
     public var listenCount: Int { state.withLock { $0.listens.count } }
 
     /// Sends the hello that opens every connection.
@@ -180,7 +188,8 @@ public final class RealtimeSession: Sendable {
         for operation in operations {
             // Server values resolve now, at execution; an operation the tree refuses is skipped.
             guard let request = try? operation.request() else { continue }
-            if (try? await tree.write(namespace: namespace, request)) != nil { hooks.onDisconnectRan(operation) }
+            // Judged again as it fires, with the identity the connection had last (B7).
+            if (try? await tree.write(namespace: namespace, request, judge: judge())) != nil { hooks.onDisconnectRan(operation) }
         }
     }
 

@@ -72,7 +72,7 @@ extension RealtimeRuleset {
         for depth in 0...path.count {
             guard let current = node else { break }
             let location = Array(path.prefix(depth))
-            if depth < path.count, let validate = current.validate, context.data.value(at: location, after: true) != nil {
+            if depth < path.count, let validate = current.validate, context.data.holdsValue(at: location, after: true) {
                 valid = check(validate, ".validate", location, variables, context, &outcomes) && valid
             }
             if depth == path.count {

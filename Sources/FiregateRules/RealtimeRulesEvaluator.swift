@@ -7,6 +7,15 @@ public protocol RealtimeRulesData {
     func value(at path: [String], after: Bool) -> JSON?
 }
 
+extension RealtimeRulesData {
+    /// Whether something is at `path`. (Not `value(…) != nil`: JSON takes `nil` as its null,
+    /// so that comparison is with `.null` and holds for a missing value.)
+    func holdsValue(at path: [String], after: Bool) -> Bool {
+        guard let value = value(at: path, after: after) else { return false }
+        return value != .null
+    }
+}
+
 /// A value of a Realtime Database rule: JSON-like primitives, objects (`auth`, `query`), and
 /// snapshots of the tree.
 indirect enum RealtimeRulesValue: Equatable {
@@ -173,7 +182,7 @@ struct RealtimeRulesEvaluator {
             guard !path.isEmpty else { throw fail("The root has no parent") }
             return .snapshot(path: Array(path.dropLast()), after: after)
         case ("exists", 0): return .bool(node.map { $0 != .null } ?? false)
-        case ("hasChild", 1): return .bool(data.value(at: path + (try relative(arguments[0])), after: after) != nil)
+        case ("hasChild", 1): return .bool(data.holdsValue(at: path + (try relative(arguments[0])), after: after))
         case ("hasChildren", 0):
             guard case .object(let fields)? = node else { return .bool(false) }
             return .bool(fields.keys.contains { $0 != ".priority" && $0 != ".value" })
@@ -181,7 +190,7 @@ struct RealtimeRulesEvaluator {
             guard case .list(let keys) = arguments[0] else { throw fail("hasChildren takes a list of keys") }
             for key in keys {
                 guard case .string(let child) = key else { throw fail("hasChildren takes a list of strings") }
-                if data.value(at: path + [child], after: after) == nil { return .bool(false) }
+                if !data.holdsValue(at: path + [child], after: after) { return .bool(false) }
             }
             return .bool(true)
         case ("getPriority", 0):

@@ -50,6 +50,11 @@ public final class TreeBackend: Sendable {
         }
     }
 
+    /// Judges a write without making it: throws what `judge` throws.
+    public func check(namespace: String, _ request: TreeWriteRequest, judge: any TreeWriteJudge) async throws {
+        try await self.namespace(namespace).check(request, nowMillis: clock.nowMicros() / 1000, judge: judge)
+    }
+
     /// The whole namespace as it is now (a copy-on-write value), for judging reads.
     public func snapshot(namespace: String) async throws -> TreeNode {
         try await self.namespace(namespace).snapshot()

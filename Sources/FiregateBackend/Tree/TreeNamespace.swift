@@ -122,6 +122,22 @@ actor TreeNamespace {
         try judge.judge(writes.map { $0.0.isPriority ? $0.0.parent! : $0.0 }, before: root, after: after)
     }
 
+    /// Judges `request` as a write without making it (an onDisconnect operation at registration).
+    func check(_ request: TreeWriteRequest, nowMillis: Int64, judge: any TreeWriteJudge) throws {
+        try load()
+        switch request.operation {
+        case .set(let value), .push(let value):
+            try self.judge(judge, writing: [(request.path, try resolve(value, at: request.path, nowMillis: nowMillis))])
+        case .update(let entries):
+            var writes: [(TreePath, TreeNode)] = []
+            for entry in entries {
+                let target = request.path.appending(entry.path)
+                writes.append((target, try resolve(entry.value, at: target, nowMillis: nowMillis)))
+            }
+            try self.judge(judge, writing: writes)
+        }
+    }
+
     /// The whole tree as it is now, for judging a read.
     func snapshot() throws -> TreeNode {
         try load()

@@ -1,24 +1,28 @@
 import FiregateModel
 
-/// The signed-in user of a client (`PUT /clients/{id}/auth`): uid, token and when the token
-/// expires. Kept across restarts with persistence (FirebaseAuth keeps the user on disk). A
+/// The signed-in user of a client (`PUT /clients/{id}/auth`): uid, token, custom claims
+/// (merged into the token the rules see) and when the token expires; the token `owner` makes
+/// the client the admin, whom rules do not judge. Kept across restarts with persistence (FirebaseAuth keeps the user on disk). A
 /// token past its expiry cannot be refreshed by the emulated app, so writes wait for a new one.
 public struct ClientAuth: Sendable, Equatable {
     public var uid: String?
     public var token: String?
     /// Epoch milliseconds on the client's clock; nil never expires.
     public var expiresAt: Int64?
+    /// Custom claims (`{"role":"admin"}`), an object.
+    public var claims: JSON?
 
-    public init(uid: String?, token: String?, expiresAt: Int64?) {
+    public init(uid: String?, token: String?, expiresAt: Int64?, claims: JSON? = nil) {
         self.uid = uid
         self.token = token
         self.expiresAt = expiresAt
+        self.claims = claims
     }
 
     /// Parses a PUT body; `{}` or `{"uid":null}` signs out.
     public static func parse(_ json: JSON) throws(FiregateError) -> ClientAuth? {
         guard case .object(let members) = json else { throw .invalidArgument("Auth must be a JSON object.") }
-        if let unknown = members.keys.first(where: { !["uid", "token", "expiresAt"].contains($0) }) {
+        if let unknown = members.keys.first(where: { !["uid", "token", "expiresAt", "claims"].contains($0) }) {
             throw .invalidArgument("Unknown auth field \"\(unknown)\".")
         }
         var auth = ClientAuth(uid: nil, token: nil, expiresAt: nil)
@@ -34,8 +38,12 @@ public struct ClientAuth: Sendable, Equatable {
             guard let ms = expiry.integerLike, ms >= 0 else { throw .invalidArgument("expiresAt must be epoch milliseconds (an integer ≥ 0).") }
             auth.expiresAt = ms
         }
-        guard auth.uid != nil else {
-            guard auth.token == nil, auth.expiresAt == nil else { throw .invalidArgument("A token needs a uid.") }
+        if let claims = json["claims"], claims != .null {
+            guard case .object = claims else { throw .invalidArgument("claims must be a JSON object.") }
+            auth.claims = claims
+        }
+        guard auth.uid != nil || auth.token == "owner" else {
+            guard auth.token == nil, auth.expiresAt == nil, auth.claims == nil else { throw .invalidArgument("A token needs a uid (or is \"owner\").") }
             return nil
         }
         return auth
@@ -50,6 +58,7 @@ public struct ClientAuth: Sendable, Equatable {
         var json: JSON = ["uid": uid.map(JSON.string) ?? .null]
         if let token { json = json.withMember("token", .string(token)) }
         if let expiresAt { json = json.withMember("expiresAt", .int(expiresAt)) }
+        if let claims { json = json.withMember("claims", claims) }
         return json
     }
 

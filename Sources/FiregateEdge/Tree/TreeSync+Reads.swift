@@ -28,6 +28,11 @@ extension TreeSync {
                 if state.complete { return TreeRead(result: result(state, key), fromCache: false, complete: true, hasPendingWrites: pending) }
             }
             let node: TreeNode
+            if let judge = rulesJudge() {
+                let root: TreeNode
+                do { root = try await backend.tree.snapshot(namespace: namespace) } catch { throw FiregateError(.unavailable, "The server could not be read: \(error)") }
+                try judge.read(key.path, query: key.spec.query, root: root)
+            }
             do {
                 node = try await backend.tree.read(namespace: namespace, path: key.path)
             } catch {

@@ -104,23 +104,25 @@ extension TreeSync {
     /// Hands one write to the backend. nil: a transient failure, retry later.
     func transmit(_ write: TreeUserWrite) async -> Input? {
         if let work = disconnectWork { await work.value }
+        // Judged with the identity the client has as it sends the write.
+        let judge = rulesJudge()
         do {
             switch write.wire {
             case .set(let json):
                 let request = TreeWriteRequest(path: write.path, operation: .set(try TreeWriteValue.prepare(json, at: write.path)))
-                guard case .written(let result) = try await backend.tree.write(namespace: namespace, request) else { return nil }
+                guard case .written(let result) = try await backend.tree.write(namespace: namespace, request, judge: judge) else { return nil }
                 return .acknowledged(write.id, .set(path: result.path, value: result.value))
             case .merge(let entries):
                 var prepared: [TreeUpdateEntry] = []
                 for (relative, json) in entries {
                     prepared.append(TreeUpdateEntry(path: relative, value: try TreeWriteValue.prepare(json, at: write.path.appending(relative))))
                 }
-                guard case .written(let result) = try await backend.tree.write(namespace: namespace, TreeWriteRequest(path: write.path, operation: .update(prepared))) else {
+                guard case .written(let result) = try await backend.tree.write(namespace: namespace, TreeWriteRequest(path: write.path, operation: .update(prepared)), judge: judge) else {
                     return nil
                 }
                 return .acknowledged(write.id, .merge(path: write.path, entries: result.entries))
             case .transaction(let transaction):
-                return try await run(transaction, write)
+                return try await run(transaction, write, judge: judge)
             }
         } catch let error as FiregateError where error.status.isPermanentWriteError {
             return .failed(write.id, error)
@@ -130,18 +132,23 @@ extension TreeSync {
     }
 
     /// Runs a transaction against the server's value, retrying on conflict up to 25 times.
-    private func run(_ transaction: TreeTransaction, _ write: TreeUserWrite) async throws -> Input {
+    private func run(_ transaction: TreeTransaction, _ write: TreeUserWrite, judge: TreeRulesJudge?) async throws -> Input {
         for _ in 0..<TreeTransaction.maxRetries {
             let current = try await backend.tree.read(namespace: namespace, path: write.path)
             guard let next = transaction.apply(to: current) else {
                 return .acknowledged(write.id, .transaction(path: write.path, committed: false, value: current))
             }
             let request = TreeWriteRequest(path: write.path, operation: .set(.node(next)), ifMatch: TreeETag.of(current))
-            if case .written(let result) = try await backend.tree.write(namespace: namespace, request) {
+            if case .written(let result) = try await backend.tree.write(namespace: namespace, request, judge: judge) {
                 return .acknowledged(write.id, .transaction(path: write.path, committed: true, value: result.value))
             }
         }
         return .failed(write.id, FiregateError(.aborted, "maxretry: the transaction was retried \(TreeTransaction.maxRetries) times without succeeding."))
+    }
+
+    /// The judge of a request the client sends now, or nil when the rules do not judge it.
+    func rulesJudge() -> TreeRulesJudge? {
+        backend.rules.treeJudge(namespace, caller: RulesCaller(identity: link.identity, surface: "edge", client: clientID))
     }
 
     // MARK: Answers

@@ -17,12 +17,16 @@ public actor TreeSync {
         public var holdWatch = false
         public var holdWrites = false
         public var writesPaused = false
+        /// Who the client is to the rules when it sends a write or opens a listen.
+        public var identity: CallIdentity = .unauthenticated
 
-        public init(online: Bool = true, holdWatch: Bool = false, holdWrites: Bool = false, writesPaused: Bool = false) {
+        public init(online: Bool = true, holdWatch: Bool = false, holdWrites: Bool = false, writesPaused: Bool = false,
+                    identity: CallIdentity = .unauthenticated) {
             self.online = online
             self.holdWatch = holdWatch
             self.holdWrites = holdWrites
             self.writesPaused = writesPaused
+            self.identity = identity
         }
     }
 

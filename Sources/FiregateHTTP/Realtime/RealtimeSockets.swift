@@ -52,7 +52,8 @@ struct RealtimeSockets: Sendable {
         hooks.listensChanged = { registry.setListens(id, $0) }
         hooks.identityChanged = { registry.setUID(id, $0.uid) }
         hooks.onDisconnectRan = { operations.record(.onDisconnect(client: id, path: $0.path.description, op: $0.name)) }
-        let session = RealtimeSession(tree: backend.tree, namespace: namespace, identity: identity, transport: transport, hooks: hooks, limits: limits)
+        let session = RealtimeSession(tree: backend.tree, namespace: namespace, identity: identity, transport: transport, hooks: hooks, limits: limits,
+                                      rules: backend.rules)
         let controls = ConnectionControls(
             drop: { error in transport.close(code: WebSocketFrameReader.Code.goingAway, reason: error.message) },
             revokeAuth: { status, reason in session.revokeAuth(status: status, reason: reason) },
