@@ -35,6 +35,16 @@ public final class Backend: Sendable {
         let documentStorage: any DocumentStorage = directory == nil ? MemoryDocumentStorage() : SQLiteDocumentStorage(store: store)
         documents = try DocumentBackend(storage: documentStorage, clock: clock, operations: operations, loadInBackground: loadInBackground)
         tree = try await TreeBackend(store: store, clock: clock, operations: operations)
+        // Listens and streams judge themselves again when rules change.
+        let documents = documents, tree = tree, rules = rules
+        rules.onChange { change in
+            switch change {
+            case .firestore(let project):
+                for database in documents.allDatabases where project == nil || database.id.project == project { database.feed.nudgeAll() }
+            case .realtime(let namespace):
+                Task { await tree.rejudgeStreams(namespace: namespace, rules: rules) }
+            }
+        }
         clock.onChange { [weak operations, weak clock] time in
             operations?.record(.clock(frozen: clock?.isFrozen ?? false), at: time)
         }

@@ -213,6 +213,18 @@ extension EdgeClient {
         return ran
     }
 
+    /// A listen watch refused: every listener of the query gets the error and ends, and the
+    /// target is released; cached documents stay (syncEngineRejectListen).
+    func endListeners(ofQuery queryID: String, with error: FiregateError) {
+        for (listenerID, entry) in listeners where entry.queryID == queryID {
+            listeners[listenerID] = nil
+            entry.output.yield(.error(FiregateError(error.status, error.message)))
+            entry.output.finish()
+        }
+        targetCache.beginOperation()
+        releaseTarget(queryID)
+    }
+
     func endListeners(with error: FiregateError?) {
         let entries = listeners.values
         listeners.removeAll()

@@ -171,13 +171,7 @@ extension EdgeClient {
                 applyLimboActions(actions)
                 updateViews()
             } else if let queryID = targetCache.queryIDs[targetID] {
-                for (listenerID, entry) in listeners where entry.queryID == queryID {
-                    listeners[listenerID] = nil
-                    entry.output.yield(.error(FiregateError(error.status, error.message)))
-                    entry.output.finish()
-                }
-                targetCache.beginOperation()
-                releaseTarget(queryID)
+                endListeners(ofQuery: queryID, with: error)
                 applyLimboActions(limbo.removeTarget(targetID))
                 collectEagerGarbage()
             }

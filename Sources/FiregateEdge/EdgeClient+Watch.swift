@@ -9,6 +9,7 @@ extension EdgeClient {
         updateWatchInterest()
         guard watch == nil, scripted == nil, canUseNetwork, !terminated, listeners.values.contains(where: { !$0.options.cacheOnly }) else { return }
         watch = WatchConnection.open(on: database, for: self, interest: watchInterest)
+        watch?.rulesGeneration = backend.rules.generation
     }
 
     /// Keeps the watch's interest equal to the listeners' queries (called when they change,
@@ -59,7 +60,10 @@ extension EdgeClient {
             ensureWatch()
             touched = listeners.filter { !$0.value.options.cacheOnly }.map(\.key)
         case .heartbeat:
-            return
+            // The rules changed (the feed wakes every listen): every listen is judged again.
+            guard let generation = watch?.rulesGeneration, generation != backend.rules.generation else { return }
+            watch?.rulesGeneration = backend.rules.generation
+            touched = listeners.filter { !$0.value.options.cacheOnly }.map(\.key)
         }
         guard !touched.isEmpty else { return }
         if gates.holdWatch {
@@ -132,8 +136,13 @@ extension EdgeClient {
     func refreshTargets(_ ids: [Int]) {
         let database = self.database
         targetCache.beginOperation()
+        let judge = backend.rules.documentJudge(settings.databaseID, caller: RulesCaller(identity: rulesIdentity, surface: "edge", client: id))
         for listenerID in ids {
             guard var entry = listeners[listenerID] else { continue }
+            if let judge, let denial = EdgeClient.denial(of: entry.query, by: judge, in: database) {
+                endListeners(ofQuery: entry.queryID, with: denial)
+                continue
+            }
             let (matches, sequence) = database.matches(entry.query)
             let result = matches.window
             var seen = Set<ResourcePath>()
@@ -163,6 +172,20 @@ extension EdgeClient {
             persistTarget(entry.queryID)
         }
         updateViews()
+    }
+
+    /// Why the rules refuse a listen (a lookup is a `get`, any other query a `list`), or nil.
+    static func denial(of query: Query, by judge: DocumentRulesJudge, in database: DocumentDatabase) -> FiregateError? {
+        do {
+            if let path = query.lookedUpPath(database: database.id) {
+                try judge.get([(path, try database.get(path).value)], in: database)
+            } else {
+                try judge.list(query, in: database)
+            }
+            return nil
+        } catch {
+            return error
+        }
     }
 
     /// The server's version of a document replaces the cached one (nil: it does not exist, as

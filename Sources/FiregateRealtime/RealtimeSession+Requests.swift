@@ -67,7 +67,7 @@ extension RealtimeSession {
         if let replaced { await tree.unsubscribe(replaced) }
         let subscription: TreeStreamSubscription
         do {
-            subscription = try await tree.subscribe(namespace: namespace, key: key) { [weak self] frame in
+            subscription = try await tree.subscribe(namespace: namespace, key: key, identity: identity) { [weak self] frame in
                 self?.deliver(frame, key: key, generation: generation, tag: tag)
             }
         } catch {

@@ -463,3 +463,66 @@ def test_rules_files_named_at_start_are_loaded_and_reloaded_when_they_change(tmp
     # A broken file at start stops the start with a clear error.
     with pytest.raises(RuntimeError, match="firestore.rules"):
         start_server("--firestore-rules", rules)
+
+
+# ---------------------------------------------------------------------------------------------
+# Streams and listens that lose access when the rules change
+
+
+def test_a_reload_that_takes_access_away_ends_every_kind_of_stream(server):
+    project = "reload-" + uuid.uuid4().hex[:8]
+    ns = "reload-" + uuid.uuid4().hex[:8]
+    open_docs = "rules_version = '2';\nservice cloud.firestore {\n  match /databases/{d}/documents/{doc=**} {\n    allow read: if request.auth != null;\n  }\n}\n"
+    closed_docs = open_docs.replace("request.auth != null", "false")
+    assert load_firestore(server, project, open_docs).status_code == 200
+    assert requests.put(f"{server}/.settings/rules.json", params={"ns": ns}, data='{"rules": {".read": "auth != null", ".write": true}}',
+                        headers=OWNER, timeout=10).status_code == 200
+    base = docs(server, project)
+    requests.patch(f"{base}/rooms/x", json=fields(n=1), headers=OWNER, timeout=10)
+    requests.put(f"{server}/status/a.json", params={"ns": ns}, json=1, headers=OWNER, timeout=10)
+
+    tree_stream = SSEStream(f"{server}/status.json", params={"ns": ns, "auth": jwt("carol")}, headers={"Accept": "text/event-stream"})
+    tree_stream.read_until(lambda e: e.event == "put", timeout=10)
+    sock = RealtimeSocket(server, ns)
+    assert sock.request("auth", {"cred": jwt("carol")})["s"] == "ok"
+    assert sock.request("q", {"p": "/status", "h": ""})["s"] == "ok"
+    doc_stream = SSEStream(f"{base}/rooms/x:listen", headers=as_user("alice"))
+    doc_stream.read_until(lambda e: e.event == "snapshot", timeout=10)
+    channel = grpc.insecure_channel(server.split("://", 1)[1])
+    listen = channel.stream_stream("/google.firestore.v1.Firestore/Listen", request_serializer=fs.ListenRequest.serialize,
+                                   response_deserializer=fs.ListenResponse.deserialize)
+    name = f"projects/{project}/databases/{DB}/documents/rooms/x"
+    request = fs.ListenRequest(database=f"projects/{project}/databases/{DB}", add_target={"target_id": 5, "documents": {"documents": [name]}})
+    responses = listen(iter([request]), metadata=[("authorization", f"Bearer {jwt('alice')}"),
+                                                  ("google-cloud-resource-prefix", f"projects/{project}/databases/{DB}")], timeout=20)
+    while next(responses).target_change.target_change_type != fs.TargetChange.TargetChangeType.CURRENT:
+        pass
+    cid = "c-" + uuid.uuid4().hex[:8]
+    url = f"{server}/clients/{cid}"
+    requests.put(url, json={"project": project}, timeout=10)
+    requests.put(f"{url}/auth", json={"uid": "alice"}, timeout=10)
+    query = json.dumps({"from": [{"collectionId": "rooms"}]})
+    edge_stream = SSEStream(f"{url}/v1/projects/{project}/databases/{DB}/documents:listen", params={"query": query})
+    edge_stream.read_until(lambda e: e.event == "snapshot" and not e.json()["metadata"]["fromCache"], timeout=10)
+    try:
+        assert load_firestore(server, project, closed_docs).status_code == 200
+        assert requests.put(f"{server}/.settings/rules.json", params={"ns": ns}, data='{"rules": {".read": false}}',
+                            headers=OWNER, timeout=10).status_code == 200
+        _, cancel = tree_stream.read_until(lambda e: e.event == "cancel", timeout=10)
+        assert cancel.data == '"Permission denied"' or cancel.data == "Permission denied"
+        action, body = sock.wait_push(lambda a, b: a == "c")
+        assert body["p"] in ("/status", "status")
+        _, error = doc_stream.read_until(lambda e: e.event == "error", timeout=10)
+        assert error.json()["error"]["status"] == "PERMISSION_DENIED"
+        removed = next(responses)
+        while removed.target_change.target_change_type == fs.TargetChange.TargetChangeType.NO_CHANGE:
+            removed = next(responses)  # the snapshot that followed CURRENT
+        assert removed.target_change.target_change_type == fs.TargetChange.TargetChangeType.REMOVE
+        assert list(removed.target_change.target_ids) == [5] and removed.target_change.cause.code == 7
+        _, edge_error = edge_stream.read_until(lambda e: e.event == "error", timeout=10)
+        assert edge_error.json()["error"]["status"] == "PERMISSION_DENIED"
+    finally:
+        for closable in (tree_stream, doc_stream, edge_stream, sock):
+            closable.close()
+        responses.cancel()
+        channel.close()

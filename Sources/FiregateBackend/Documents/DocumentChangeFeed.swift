@@ -115,6 +115,11 @@ public final class DocumentChangeFeed: Sendable {
         }
     }
 
+    /// Wakes every subscriber with a heartbeat (the rules changed: listens judge themselves again).
+    public func nudgeAll() {
+        for subscriber in state.withLock({ Array($0.subscribers.values) }) { subscriber.deliver(.heartbeat) }
+    }
+
     public var subscriberCount: Int { state.withLock { $0.subscribers.count } }
 
     /// The sequence of the newest commit handed to subscribers: a subscriber that has processed

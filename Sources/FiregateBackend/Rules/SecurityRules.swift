@@ -34,6 +34,7 @@ public final class SecurityRules: Sendable {
     /// Whether any ruleset exists: the fast paths read this before anything else, so a server
     /// without rules pays one atomic load per request.
     let anyLoaded = Atomic<Bool>(false)
+    private let changes = Atomic<UInt64>(0)
     public let decisions: RulesDecisionLog
     let clock: ServerClock
     private let observers = Mutex<[@Sendable (RulesChange) -> Void]>([])
@@ -46,6 +47,10 @@ public final class SecurityRules: Sendable {
 
     /// Whether any ruleset is loaded (for any project or namespace).
     public var isActive: Bool { anyLoaded.load(ordering: .relaxed) }
+
+    /// Counts the changes of rules: what was judged under an older count is judged again
+    /// (open listens and streams lose what they may no longer read).
+    public var generation: UInt64 { changes.load(ordering: .acquiring) }
 
     /// Whether the project's document requests are judged at all.
     public func judgesFirestore(project: String) -> Bool {
@@ -112,6 +117,7 @@ public final class SecurityRules: Sendable {
                 || !state.firestore.isEmpty || !state.realtime.isEmpty
         }
         anyLoaded.store(any, ordering: .relaxed)
+        changes.add(1, ordering: .releasing)
         for observer in observers.withLock({ $0 }) { observer(change) }
     }
 }

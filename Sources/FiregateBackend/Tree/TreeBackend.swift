@@ -103,18 +103,25 @@ public final class TreeBackend: Sendable {
 
     /// Opens a stream; its first frame is the `put` of the current value. Events of a write
     /// are sent once it is durable.
-    public func subscribe(namespace: String, key: TreeStreamKey) async throws -> TreeStreamSubscription {
+    /// `identity` is who reads, for judging the stream again when the rules change.
+    public func subscribe(namespace: String, key: TreeStreamKey, identity: CallIdentity = .unauthenticated) async throws -> TreeStreamSubscription {
         startKeepAlives()
-        return try await self.namespace(namespace).subscribe(key)
+        return try await self.namespace(namespace).subscribe(key, identity: identity)
     }
 
     /// Opens a stream for a subscriber inside the server (an edge client): `forward` receives
     /// its frames in the order the namespace produced them — across all of that subscriber's
     /// streams of the namespace — and before the writes they carry are reported durable.
-    public func subscribe(namespace: String, key: TreeStreamKey, forward: @escaping @Sendable (TreeStreamFrame) -> Void) async throws
-        -> TreeStreamSubscription
-    {
-        try await self.namespace(namespace).subscribe(key, forward: forward)
+    public func subscribe(namespace: String, key: TreeStreamKey, identity: CallIdentity = .unauthenticated,
+                          forward: @escaping @Sendable (TreeStreamFrame) -> Void) async throws -> TreeStreamSubscription {
+        try await self.namespace(namespace).subscribe(key, identity: identity, forward: forward)
+    }
+
+    /// After the rules of `namespace` (nil: all) changed: every stream its reader may no longer
+    /// read ends with `cancel` ("Permission denied"), as production revokes a listen.
+    public func rejudgeStreams(namespace: String?, rules: SecurityRules) async {
+        let targets = namespaces.withLock { all in namespace.map { name in all[name].map { [$0] } ?? [] } ?? Array(all.values) }
+        for target in targets { await target.rejudgeStreams(rules: rules) }
     }
 
     /// Closes a stream: it stops receiving events.

@@ -216,15 +216,29 @@ actor TreeNamespace {
 
     /// Opens a stream; `forward` (for subscribers inside the server) receives its frames
     /// directly instead of queueing them.
-    func subscribe(_ key: TreeStreamKey, forward: (@Sendable (TreeStreamFrame) -> Void)? = nil) throws -> TreeStreamSubscription {
+    func subscribe(_ key: TreeStreamKey, identity: CallIdentity, forward: (@Sendable (TreeStreamFrame) -> Void)? = nil) throws -> TreeStreamSubscription {
         try load()
-        let subscription = TreeStreamSubscription(namespace: name, key: key, maxBufferedBytes: settings.maxBufferedBytes, forward: forward)
+        let subscription = TreeStreamSubscription(namespace: name, key: key, maxBufferedBytes: settings.maxBufferedBytes, identity: identity,
+                                                  forward: forward)
         subscription.startSequence.withLock { $0 = writeSequence }
         let group = groups[key] ?? TreeStreamGroup(key: key, root: root)
         if group.add(subscription, root: root, maxSnapshotBytes: settings.maxSnapshotBytes) {
             groups[key] = group
         }
         return subscription
+    }
+
+    /// Ends the streams whose readers the current rules no longer let read.
+    func rejudgeStreams(rules: SecurityRules) {
+        for (key, group) in groups {
+            for subscription in Array(group.subscriptions.values) {
+                let caller = RulesCaller(identity: subscription.identity, surface: subscription.forward == nil ? "sse" : "websocket")
+                guard let judge = rules.treeJudge(name, caller: caller), !judge.allowsRead(key.path, query: key.query, root: root) else { continue }
+                subscription.finish(after: .cancel("Permission denied"))
+                group.remove(subscription)
+            }
+            if group.isEmpty { groups.removeValue(forKey: key) }
+        }
     }
 
     func unsubscribe(_ subscription: TreeStreamSubscription) {

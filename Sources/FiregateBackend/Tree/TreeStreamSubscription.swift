@@ -34,10 +34,14 @@ public final class TreeStreamSubscription: Sendable {
     /// The namespace's write sequence when the stream started: the first frame already holds
     /// every write up to it, so their deferred events are not sent again.
     let startSequence: Mutex<Int64> = Mutex(0)
+    /// Who reads: the stream is judged again with it when the rules change.
+    public let identity: CallIdentity
     private let state = Mutex(State())
 
-    init(namespace: String, key: TreeStreamKey, maxBufferedBytes: Int, forward: (@Sendable (TreeStreamFrame) -> Void)? = nil) {
+    init(namespace: String, key: TreeStreamKey, maxBufferedBytes: Int, identity: CallIdentity = .unauthenticated,
+         forward: (@Sendable (TreeStreamFrame) -> Void)? = nil) {
         self.namespace = namespace
+        self.identity = identity
         self.key = key
         self.maxBufferedBytes = maxBufferedBytes
         self.forward = forward

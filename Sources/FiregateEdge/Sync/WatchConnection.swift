@@ -8,6 +8,8 @@ import FiregateModel
 struct WatchConnection {
     let subscription: FeedSubscription
     let task: Task<Void, Never>
+    /// The rules generation the listens were last judged under.
+    var rulesGeneration: UInt64 = 0
 
     static func open(on database: DocumentDatabase, for client: EdgeClient, interest: FeedInterest) -> WatchConnection {
         let subscription = database.feed.subscribe(bufferLimit: 4096, interest: interest)

@@ -42,8 +42,17 @@ extension TreeSync {
         listens[spec] = ServerListen(generation: generation)
         let inputs = self.inputs, tree = backend.tree, namespace = self.namespace
         let key = TreeStreamKey(path: spec.path, query: spec.query, format: .plain)
+        // Judged as it is opened, with the identity the client has then; a denied listen is
+        // cancelled as production cancels it (its listeners end with permission_denied).
+        let judge = rulesJudge(), identity = link.identity
         opening[generation] = Task {
-            let subscription = try? await tree.subscribe(namespace: namespace, key: key) { frame in
+            if let judge, let root = try? await tree.snapshot(namespace: namespace),
+               !judge.allowsRead(spec.path, query: spec.query, root: root) {
+                inputs.yield(.frame(spec, generation: generation, .cancel("Permission denied")))
+                self.attach(nil, to: spec, generation: generation)
+                return
+            }
+            let subscription = try? await tree.subscribe(namespace: namespace, key: key, identity: identity) { frame in
                 inputs.yield(.frame(spec, generation: generation, frame))
             }
             self.attach(subscription, to: spec, generation: generation)

@@ -15,8 +15,8 @@ struct DocumentListenRoute {
     let options: ListenOptions
     let ticker: KeepAliveTicker
     let frames: ListenFrameCache
-    /// Judges the listen once, before anything is streamed.
-    var judge: DocumentRulesJudge?
+    /// Judges the listen before anything is streamed, and again when the rules change.
+    var access: ListenAccess?
 
     func open(_ path: ResourcePath, _ request: Request) async throws(FiregateError) -> Response {
         let params = try QueryParameters(request)
@@ -27,9 +27,9 @@ struct DocumentListenRoute {
         if let queryJSON {
             guard !path.isCollection else { throw .invalidArgument("A query listen names the root or a parent document, not a collection.") }
             let query = try Query(structuredQuery: queryJSON, parent: path, database: database.id)
-            try judge?.list(query, in: database)
+            try access?.judge(database)?.list(query, in: database)
             let stream = QueryListenStream(database: database, query: query, options: options, ticker: ticker, frames: frames,
-                                           changesOnly: changesOnly, resumeAfter: resumeAfter, resuming: lastEventID != nil)
+                                           changesOnly: changesOnly, resumeAfter: resumeAfter, resuming: lastEventID != nil, access: access)
             return Response(status: .ok, headers: ServerSentEvents.headers, body: ResponseBody { writer in
                 await InboundClose.cancelling(request) { await stream.run(&writer) }
             })
@@ -37,9 +37,11 @@ struct DocumentListenRoute {
         guard path.isDocument else {
             throw .invalidArgument("listen needs a document path, or a query (?query=<structuredQuery JSON> or a body).")
         }
-        if let judge { try judge.get([(path, try database.get(path).value)], in: database) }
-        let stream = DocumentListenStream(database: database, path: path, options: options, ticker: ticker, frames: frames,
+        if let judge = access?.judge(database) { try judge.get([(path, try database.get(path).value)], in: database) }
+        var opened = DocumentListenStream(database: database, path: path, options: options, ticker: ticker, frames: frames,
                                           resumeAfter: resumeAfter, resuming: lastEventID != nil)
+        opened.access = access
+        let stream = opened
         return Response(status: .ok, headers: ServerSentEvents.headers, body: ResponseBody { writer in
             await InboundClose.cancelling(request) { await stream.run(&writer) }
         })
@@ -48,7 +50,9 @@ struct DocumentListenRoute {
 
 /// Runs a feed subscription until it closes, the client goes away or the server shuts down.
 enum ListenLoop {
+    /// `revoked` is asked at each heartbeat (the rules changed): a denial ends the stream with it.
     static func run(_ subscription: FeedSubscription, ticker: KeepAliveTicker, writer: inout any ResponseBodyWriter,
+                    revoked: () -> FiregateError? = { nil },
                     handle: (FeedEvent, inout any ResponseBodyWriter) async throws -> Bool) async {
         ticker.register(subscription)
         defer {
@@ -59,6 +63,10 @@ enum ListenLoop {
             try await withGracefulShutdownHandler {
                 while let event = await subscription.next() {
                     if case .heartbeat = event {
+                        if let denial = revoked() {
+                            try await writer.write(ServerSentEvents.frame(event: "error", json: JSON.errorBody(denial)))
+                            break
+                        }
                         try await writer.write(ServerSentEvents.keepAlive)
                         continue
                     }
@@ -88,9 +96,12 @@ struct QueryListenStream: Sendable {
     let changesOnly: Bool
     let resumeAfter: Int64?
     let resuming: Bool
+    let access: ListenAccess?
 
     func run(_ writer: inout any ResponseBodyWriter) async {
         let start = database.listen(query, bufferLimit: options.bufferLimit, resumeAfter: resumeAfter)
+        var access = self.access
+        let database = database, query = query
         // Listeners of the same query whose windows reflect the same commit share their frames.
         let framePrefix = "\(database.id.name)|\(query.canonicalID)|\(changesOnly)|"
         var matches = start.matches
@@ -111,7 +122,9 @@ struct QueryListenStream: Sendable {
             start.subscription.cancel()
             return
         }
-        await ListenLoop.run(start.subscription, ticker: ticker, writer: &writer) { event, writer in
+        await ListenLoop.run(start.subscription, ticker: ticker, writer: &writer, revoked: {
+            access?.revocation(database) { judge throws(FiregateError) in try judge.list(query, in: database) }
+        }) { event, writer in
             switch event {
             case .commit(let record):
                 guard record.sequence > sequence else { return true }
@@ -178,6 +191,7 @@ struct DocumentListenStream: Sendable {
     let resuming: Bool
     private var current: Document?
     private var sequence: Int64 = 0
+    var access: ListenAccess?
 
     init(database: DocumentDatabase, path: ResourcePath, options: ListenOptions, ticker: KeepAliveTicker, frames: ListenFrameCache,
          resumeAfter: Int64?, resuming: Bool) {
@@ -199,10 +213,16 @@ struct DocumentListenStream: Sendable {
             subscription.cancel()
             return
         }
-        await ListenLoop.run(subscription, ticker: ticker, writer: &writer) { event, writer in
+        await ListenLoop.run(subscription, ticker: ticker, writer: &writer, revoked: { stream.revocation() }) { event, writer in
             if let bytes = stream.frame(for: event) { try await writer.write(bytes) }
             return true
         }
+    }
+
+    /// After a rules change: the denial when the listener may no longer read the document.
+    mutating func revocation() -> FiregateError? {
+        let (database, path, current) = (database, path, current)
+        return access?.revocation(database) { judge throws(FiregateError) in try judge.get([(path, current)], in: database) }
     }
 
     /// Subscribes to the feed; the first frame is the document now (none for a resumed stream

@@ -22,8 +22,12 @@ struct DocumentRoutes: Sendable {
         var response: Response
         do {
             let target = try DocumentRequestPath.parse(request.uri.path)
-            judge = try DocumentRoutes.judge(backend.rules, target.database, request, surface: target.verb == "listen" ? "sse" : "rest")
-            response = try await dispatch(target, request, judge)
+            let rules = backend.rules
+            let caller = try rules.caller(token: SecurityRules.bearerToken(request.headers[.authorization]),
+                                          judged: rules.judgesFirestore(project: target.database.project),
+                                          surface: target.verb == "listen" ? "sse" : "rest")
+            judge = rules.documentJudge(target.database, caller: caller)
+            response = try await dispatch(target, request, judge, access: ListenAccess(rules: rules, caller: caller))
         } catch {
             response = ErrorResponse.firestore(error)
         }
@@ -31,14 +35,9 @@ struct DocumentRoutes: Sendable {
         return response
     }
 
-    /// The judge of the request's caller (its bearer token), or nil when rules do not judge it.
-    static func judge(_ rules: SecurityRules, _ database: DatabaseID, _ request: Request, surface: String) throws(FiregateError) -> DocumentRulesJudge? {
-        guard rules.judgesFirestore(project: database.project) else { return nil }
-        let caller = try rules.caller(token: SecurityRules.bearerToken(request.headers[.authorization]), judged: true, surface: surface)
-        return rules.documentJudge(database, caller: caller)
-    }
-
-    func dispatch(_ target: DocumentRequestPath, _ request: Request, _ judge: DocumentRulesJudge?) async throws(FiregateError) -> Response {
+    /// `judge` judges the request (nil: not judged); `access` follows a listen it opens.
+    func dispatch(_ target: DocumentRequestPath, _ request: Request, _ judge: DocumentRulesJudge?,
+                  access: ListenAccess? = nil) async throws(FiregateError) -> Response {
         let database = backend.documents.database(target.database)
         let method = Self.effectiveMethod(request)
         switch (method, target.verb) {
@@ -47,7 +46,7 @@ struct DocumentRoutes: Sendable {
         case (.get, nil) where target.path.isCollection:
             return try listDocuments(database, target.path, request, judge)
         case (.get, "listen"), (.post, "listen"):
-            return try await DocumentListenRoute(database: database, options: listenOptions, ticker: ticker, frames: frames, judge: judge).open(target.path, request)
+            return try await DocumentListenRoute(database: database, options: listenOptions, ticker: ticker, frames: frames, access: access).open(target.path, request)
         case (.post, nil) where target.path.isCollection:
             return try await createDocument(database, target.path, request, judge)
         case (.patch, nil) where target.path.isDocument:

@@ -133,7 +133,7 @@ final class ConnectionFastPath: ChannelDuplexHandler, RemovableChannelHandler {
                 return
             } else if request.acceptsEventStream, let location = treeLocation(target, query: query) {
                 // The request stays at the front of the input until the subscription exists.
-                subscribeTree(location, length: request.length, path: target, started: started, context: context)
+                subscribeTree(location, identity: identity(request.authorization), length: request.length, path: target, started: started, context: context)
                 return
             } else if let answer = documentAnswer(target, query: query, request) {
                 buffer.moveReaderIndex(forwardBy: request.length)
@@ -271,9 +271,11 @@ final class ConnectionFastPath: ChannelDuplexHandler, RemovableChannelHandler {
         guard query == nil, target.hasSuffix(":listen"), backend.documents.isLoaded,
               let parsed = documentPath(target), parsed.verb == "listen", parsed.path.isDocument else { return nil }
         let database = backend.documents.database(parsed.database)
-        return DocumentListenStream(database: database, path: parsed.path, options: documents.listenOptions, ticker: documents.ticker,
-                                    frames: documents.frames, resumeAfter: request.lastEventID.flatMap { database.sequence(fromResumeToken: $0) },
-                                    resuming: request.resumes)
+        var stream = DocumentListenStream(database: database, path: parsed.path, options: documents.listenOptions, ticker: documents.ticker,
+                                          frames: documents.frames, resumeAfter: request.lastEventID.flatMap { database.sequence(fromResumeToken: $0) },
+                                          resuming: request.resumes)
+        stream.access = ListenAccess(rules: backend.rules, caller: RulesCaller(identity: identity(request.authorization), surface: "sse"))
+        return stream
     }
 
     private func listen(_ source: any EventLoopStreamSource, path: String, started: ContinuousClock.Instant, context: ChannelHandlerContext) {
@@ -354,6 +356,11 @@ final class ConnectionFastPath: ChannelDuplexHandler, RemovableChannelHandler {
 
     // MARK: Tree
 
+    /// Who an `Authorization` header names (the admin token too), for judging a stream later.
+    private func identity(_ authorization: String?) -> CallIdentity {
+        (try? backend.rules.caller(token: SecurityRules.bearerToken(authorization), judged: false, surface: "sse").identity) ?? .unauthenticated
+    }
+
     /// The namespace and location of a bare tree GET, nil for anything else.
     private func treeLocation(_ target: String, query: String?) -> (namespace: String, path: TreePath)? {
         if let lastTree, lastTree.raw == target, lastTree.query == query { return (lastTree.namespace, lastTree.path) }
@@ -370,11 +377,11 @@ final class ConnectionFastPath: ChannelDuplexHandler, RemovableChannelHandler {
 
     /// A bare tree stream: subscribed off the event loop while input waits, then served here.
     /// If the namespace refuses, the request goes the full way, which answers the refusal.
-    private func subscribeTree(_ location: (namespace: String, path: TreePath), length: Int, path: String,
+    private func subscribeTree(_ location: (namespace: String, path: TreePath), identity: CallIdentity, length: Int, path: String,
                                started: ContinuousClock.Instant, context: ChannelHandlerContext) {
         let tree = backend.tree
         whileInputWaits(context) {
-            try? await tree.subscribe(namespace: location.namespace, key: TreeStreamKey(path: location.path, query: nil, format: .plain))
+            try? await tree.subscribe(namespace: location.namespace, key: TreeStreamKey(path: location.path, query: nil, format: .plain), identity: identity)
         } then: { handler, context, subscription in
             handler.treeSubscribed(subscription, length: length, path: path, started: started, context: context)
         }

@@ -35,6 +35,7 @@ final class DocumentListenSource: EventLoopStreamSource {
             guard let event else { return finished ? .ended(last: nil) : .waiting }
             switch event {
             case .heartbeat:
+                if let denial = stream.revocation() { return .ended(last: ServerSentEvents.frame(event: "error", json: JSON.errorBody(denial))) }
                 return .frames([ServerSentEvents.keepAlive])
             case .closed(let error):
                 return .ended(last: ServerSentEvents.frame(event: "error", json: JSON.errorBody(error)))

@@ -29,6 +29,8 @@ struct SimpleRequest {
     /// More than one is left to the full path.
     var lastEventID: String?
     var resumes: Bool { lastEventID != nil }
+    /// The `Authorization` header's value: who opens a stream, judged again if rules change.
+    var authorization: String?
 
     enum Parse {
         case simple(SimpleRequest)
@@ -72,7 +74,7 @@ struct SimpleRequest {
             guard bytes[i + j] == version.utf8Start[j] else { return .notSimple }
         }
         i += version.utf8CodeUnitCount
-        var acceptsGzip = false, acceptsEventStream = false, lastEventID: String?
+        var acceptsGzip = false, acceptsEventStream = false, lastEventID: String?, authorization: String?
         var contentLength: Int?
         // Header lines, up to the blank line.
         while true {
@@ -87,7 +89,8 @@ struct SimpleRequest {
                 guard (method == .post) == (contentLength != nil) else { return .notSimple }
                 guard count >= end + 2 + bodyLength else { return .incomplete }
                 return .simple(SimpleRequest(method: method, path: path, query: query, length: end + 2 + bodyLength, bodyLength: bodyLength,
-                                             acceptsGzip: acceptsGzip, acceptsEventStream: acceptsEventStream, lastEventID: lastEventID))
+                                             acceptsGzip: acceptsGzip, acceptsEventStream: acceptsEventStream, lastEventID: lastEventID,
+                                             authorization: authorization))
             }
             let first = bytes[i]
             guard first != UInt8(ascii: " "), first != UInt8(ascii: "\t") else { return .notSimple }  // obsolete line folding
@@ -105,6 +108,9 @@ struct SimpleRequest {
             case .lastEventID:
                 guard lastEventID == nil else { return .notSimple }
                 lastEventID = value(bytes, colon + 1..<end)
+            case .authorization:
+                guard authorization == nil else { return .notSimple }
+                authorization = value(bytes, colon + 1..<end)
             case .contentLength:
                 guard contentLength == nil, let length = decimal(bytes, colon + 1..<end), length <= maxBodyLength else { return .notSimple }
                 contentLength = length
@@ -133,7 +139,7 @@ struct SimpleRequest {
         return .incomplete
     }
 
-    private enum HeaderKind { case refused, acceptEncoding, connection, accept, lastEventID, contentLength, other }
+    private enum HeaderKind { case refused, acceptEncoding, connection, accept, lastEventID, authorization, contentLength, other }
 
     private static let refusedNames = ["transfer-encoding", "upgrade", "expect", "x-http-method-override",
                                        "if-match", "if-none-match", "x-firebase-etag"]
@@ -148,6 +154,7 @@ struct SimpleRequest {
         if equals("connection") { return .connection }
         if equals("accept") { return .accept }
         if equals("last-event-id") { return .lastEventID }
+        if equals("authorization") { return .authorization }
         if equals("content-length") { return .contentLength }
         return equals("accept-encoding") ? .acceptEncoding : .other
     }

@@ -45,9 +45,10 @@ struct FirestoreGRPCService: Sendable {
             if ticket == nil { status = .unavailable("The network is offline for \(scope.name) (a Firegate network switch).") }
         }
         var caller: RulesCaller?
-        if status == nil, backend.rules.isActive {
+        if status == nil {
             do {
-                caller = try backend.rules.caller(token: SecurityRules.bearerToken(request.headers[.authorization]), judged: true, surface: "grpc")
+                caller = try backend.rules.caller(token: SecurityRules.bearerToken(request.headers[.authorization]), judged: backend.rules.isActive,
+                                                  surface: "grpc")
             } catch {
                 status = error
             }

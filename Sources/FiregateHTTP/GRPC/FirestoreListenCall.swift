@@ -42,7 +42,7 @@ struct FirestoreListenCall {
         ticket?.onTerminate { error in subscription.deliver(.closed(error)) }
         defer { subscription.cancel() }
         var targets = ListenTargets(database: database, startingAfter: subscription.startsAfter)
-        targets.judge = FirestoreGRPCService.caller.flatMap { backend.rules.documentJudge(database.id, caller: $0) }
+        targets.access = FirestoreGRPCService.caller.map { ListenAccess(rules: backend.rules, caller: $0) }
         return await withGracefulShutdownHandler {
             do {
                 try await responses.send(all: try targets.handle(first))
@@ -60,7 +60,7 @@ struct FirestoreListenCall {
                     case .commit(let record): out = targets.apply(record)
                     case .overflow: out = targets.resynchronise()
                     case .closed(let error): return FiregateError(.unavailable, error.message)
-                    case .heartbeat: out = []
+                    case .heartbeat: out = targets.revocations()
                     }
                     try await responses.send(all: out)
                 }

@@ -187,7 +187,10 @@ final class GRPCFastPath: ChannelInboundHandler {
             ticket.end()
             return false
         }
-        let listen = GRPCListenStream(stream: stream, service: service, ticket: ticket, context: context) { [unowned self] in
+        let token = SecurityRules.bearerToken(headers.first(name: "authorization"))
+        let identity = (try? service.backend.rules.caller(token: token, judged: false, surface: "grpc").identity) ?? .unauthenticated
+        let listen = GRPCListenStream(stream: stream, service: service, ticket: ticket, context: context,
+                                      caller: RulesCaller(identity: identity, surface: "grpc")) { [unowned self] in
             self.flushSoon(context: context)
         }
         listens[stream] = listen

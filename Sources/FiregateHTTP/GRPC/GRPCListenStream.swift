@@ -33,13 +33,16 @@ final class GRPCListenStream {
     private var unsentBytes = 0
     /// Request bytes read and not yet given back to the client as window.
     private var unacknowledgedBytes = 0
+    /// Who listens: the targets are judged again with it when rules are loaded or changed.
+    private let caller: RulesCaller
 
     static let maxUnsentBytes = 256 * 1024
     static let windowUpdateThreshold = 16 * 1024
 
-    init(stream: HTTP2StreamID, service: FirestoreGRPCService, ticket: GRPCCallTicket, context: ChannelHandlerContext,
+    init(stream: HTTP2StreamID, service: FirestoreGRPCService, ticket: GRPCCallTicket, context: ChannelHandlerContext, caller: RulesCaller,
          flush: @escaping () -> Void) {
         self.stream = stream
+        self.caller = caller
         self.service = service
         self.ticket = ticket
         self.context = context
@@ -92,6 +95,7 @@ final class GRPCListenStream {
                 let subscription = database.feed.subscribe(bufferLimit: service.listenOptions.bufferLimit)
                 self.subscription = subscription
                 targets = ListenTargets(database: database, startingAfter: subscription.startsAfter)
+                targets!.access = ListenAccess(rules: service.backend.rules, caller: caller)
             }
             send(try targets!.handle(request))
             ticket.setListens(targets!.count)
@@ -119,7 +123,7 @@ final class GRPCListenStream {
             case .commit(let record): send(targets!.apply(record))
             case .overflow: send(targets!.resynchronise())
             case .closed(let error): end(FiregateError(.unavailable, error.message))
-            case .heartbeat: break
+            case .heartbeat: send(targets!.revocations())
             }
         }
     }

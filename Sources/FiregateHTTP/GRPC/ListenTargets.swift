@@ -19,8 +19,9 @@ struct ListenTargets {
     /// A target was added or changed since the last global snapshot.
     private var snapshotPending = false
     private var nextAssignedID: Int32 = 1
-    /// Judges each target as it is added: a denied one is removed with the denial as its cause.
-    var judge: DocumentRulesJudge?
+    /// Judges each target as it is added, and every target again when the rules change: a
+    /// denied one is removed with the denial as its cause.
+    var access: ListenAccess?
 
     struct Target {
         enum Kind {
@@ -85,7 +86,7 @@ struct ListenTargets {
             guard databaseID == database.id else { throw .invalidArgument("The target's parent lies outside \(database.id.name).") }
             guard !parent.isCollection else { throw .invalidArgument("A query's parent is the documents root or a document.") }
             let query = try Query(structuredQuery: try queryTarget.structuredQuery.restJSON(), parent: parent, database: database.id)
-            try judge?.list(query, in: database)
+            try access?.judge(database)?.list(query, in: database)
             let listen = database.listen(query, bufferLimit: 1, resumeAfter: resumeAfter.sequence)
             listen.subscription.cancel()
             let window = listen.matches.window
@@ -114,10 +115,7 @@ struct ListenTargets {
                 guard databaseID == database.id, path.isDocument else { throw .invalidArgument("\"\(name)\" is not a document of \(database.id.name).") }
                 paths.insert(path)
             }
-            if let judge {
-                let sorted = paths.sorted { ResourcePath.compare($0, $1) < 0 }
-                try judge.get(try sorted.map { path throws(FiregateError) in (path, try database.get(path).value) }, in: database)
-            }
+            if let judge = access?.judge(database) { try ListenTargets.check(paths, judge, database) }
             for path in paths.sorted(by: { ResourcePath.compare($0, $1) < 0 }) {
                 let listen = database.listen(document: path, bufferLimit: 1, resumeAfter: resumeAfter.sequence)
                 listen.subscription.cancel()
@@ -204,6 +202,31 @@ struct ListenTargets {
         }
         if !responses.isEmpty { snapshotPending = true }
         return responses + globalSnapshotIfConsistent()
+    }
+
+    /// A `get` of each document of a documents target.
+    static func check(_ paths: Set<ResourcePath>, _ judge: DocumentRulesJudge, _ database: DocumentDatabase) throws(FiregateError) {
+        let sorted = paths.sorted { ResourcePath.compare($0, $1) < 0 }
+        try judge.get(try sorted.map { path throws(FiregateError) in (path, try database.get(path).value) }, in: database)
+    }
+
+    /// After a rules change (a heartbeat): the targets the listener may no longer read are
+    /// removed, each with the denial as its cause.
+    mutating func revocations() -> [ListenResponse] {
+        guard let judge = access?.rejudge(database) else { return [] }
+        var responses: [ListenResponse] = []
+        for (id, target) in targets.sorted(by: { $0.key < $1.key }) {
+            do {
+                switch target.kind {
+                case .query(let matches, _): try judge.list(matches.query, in: database)
+                case .documents(let paths): try ListenTargets.check(paths, judge, database)
+                }
+            } catch {
+                targets[id] = nil
+                responses.append(ListenTargets.removed(id, error))
+            }
+        }
+        return responses
     }
 
     /// After the stream fell behind: every target starts over from the current state.

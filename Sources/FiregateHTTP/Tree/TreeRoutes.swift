@@ -89,7 +89,9 @@ struct TreeRoutes: Sendable {
     func stream(_ call: TreeRequest, _ request: Request, _ judge: TreeRulesJudge?) async throws -> Response {
         if let judge { try judge.read(call.path, query: call.query, root: try await tree.snapshot(namespace: call.namespace)) }
         let key = TreeStreamKey(path: call.path, query: call.query, format: call.format)
-        let subscription = try await tree.subscribe(namespace: call.namespace, key: key)
+        let identity = try backend.rules.caller(token: SecurityRules.bearerToken(request.headers[.authorization]) ?? call.authToken, judged: judge != nil,
+                                                surface: "sse").identity
+        let subscription = try await tree.subscribe(namespace: call.namespace, key: key, identity: identity)
         return TreeEventStreamResponse.make(subscription, tree: tree, request: request)
     }
 
