@@ -36,12 +36,13 @@ public final class Backend: Sendable {
         documents = try DocumentBackend(storage: documentStorage, clock: clock, operations: operations, loadInBackground: loadInBackground)
         tree = try await TreeBackend(store: store, clock: clock, operations: operations)
         // Listens and streams judge themselves again when rules change.
-        let documents = documents, tree = tree, rules = rules
-        rules.onChange { change in
+        // (Weakly: the rules outlive nothing here, and must not keep the store open.)
+        rules.onChange { [weak documents, weak tree, weak rules] change in
             switch change {
             case .firestore(let project):
-                for database in documents.allDatabases where project == nil || database.id.project == project { database.feed.nudgeAll() }
+                for database in documents?.allDatabases ?? [] where project == nil || database.id.project == project { database.feed.nudgeAll() }
             case .realtime(let namespace):
+                guard let tree, let rules else { return }
                 Task { await tree.rejudgeStreams(namespace: namespace, rules: rules) }
             }
         }

@@ -61,7 +61,7 @@ final class ListenPropertyTests: XCTestCase {
             try await commit(paths.prefix(5).map { setWrite($0, randomFields()) })
 
             let stream = QueryListenStream(database: db, query: query, options: ListenOptions(), ticker: KeepAliveTicker(seconds: 3600), frames: ListenFrameCache(),
-                                           changesOnly: false, resumeAfter: nil, resuming: false)
+                                           changesOnly: false, resumeAfter: nil, resuming: false, access: nil)
             let log = FrameLog()
             let task = Task {
                 var writer: any ResponseBodyWriter = RecordingWriter(log: log)

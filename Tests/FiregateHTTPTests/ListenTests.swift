@@ -312,7 +312,7 @@ final class ListenStreamLogicTests: XCTestCase {
         options.bufferLimit = 2
         let query = Query(collectionID: "c", orderBy: [.init(field: try FieldPath.parse("n"))])
         let stream = QueryListenStream(database: db, query: query, options: options, ticker: KeepAliveTicker(seconds: 3600), frames: ListenFrameCache(),
-                                       changesOnly: false, resumeAfter: nil, resuming: false)
+                                       changesOnly: false, resumeAfter: nil, resuming: false, access: nil)
         let log = FrameLog()
         let task = run({ await stream.run(&$0) }, log: log)
         await waitUntil("the first snapshot") { log.frames.count == 1 }

@@ -108,6 +108,17 @@ final class RealtimeRulesTests: XCTestCase {
         XCTAssertEqual(check("data.child('bar').val().replace('a', 'o') == 'bor' && 'Hey'.toLowerCase().beginsWith('he')"), "true")
     }
 
+    /// A missing child is no child (regression: JSON's nil literal is its null, and
+    /// `value(…) != nil` compared with `.null`, so every child looked present).
+    func testHasChildAndHasChildrenSeeOnlyWhatIsThere() throws {
+        let ruleset = try RealtimeRuleset.parse(#"{"rules": {".write": true, "a": {".validate": "newData.hasChild('x') && newData.hasChildren(['x', 'y'])"}}}"#)
+        let before = json("{}")
+        func allowed(_ after: String) -> Bool { ruleset.write(["a"], context(Trees(before: before, after: json(after)), uid: nil)).allowed }
+        XCTAssertTrue(allowed(#"{"a":{"x":1,"y":2}}"#))
+        XCTAssertFalse(allowed(#"{"a":{"x":1}}"#))
+        XCTAssertFalse(allowed(#"{"a":{"y":1}}"#))
+    }
+
     func testBadRulesFilesAreIssues() {
         XCTAssertThrowsError(try RealtimeRuleset.parse("{\"rules\": {\n  \".read\": tru\n}}")) { error in
             XCTAssertEqual((error as? RulesIssue)?.position.line, 2)
