@@ -73,6 +73,11 @@ public struct FiregateResponder: HTTPResponder {
         if let refused = adminToken.check(request) {
             return ErrorResponse.firestore(refused)
         }
+        if request.uri.path == "/.inspect/coverage" || request.uri.path == "/.inspect/coverage.json" {
+            // The Realtime Database emulator's coverage report.
+            return await RulesReportRoutes(rules: operations.backend.rules)
+                .treeCoverage(request, defaultNamespace: operations.backend.defaultProject, json: request.uri.path.hasSuffix(".json"))
+        }
         switch surface {
         case .clients: return await clients.respond(to: request, context: context)
         case .documents: return await documents.respond(to: request, context: context)

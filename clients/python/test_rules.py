@@ -526,3 +526,66 @@ def test_a_reload_that_takes_access_away_ends_every_kind_of_stream(server):
             closable.close()
         responses.cancel()
         channel.close()
+
+
+# ---------------------------------------------------------------------------------------------
+# Coverage and the dry run
+
+
+def test_coverage_counts_what_each_expression_evaluated_to(server, chat):
+    base = docs(server, chat)
+    requests.patch(f"{base}/rooms/cov", json=fields(name="c", members=["alice"]), headers=OWNER, timeout=10)
+    assert requests.get(f"{base}/rooms/cov", headers=as_user("alice"), timeout=10).status_code == 200
+    assert requests.get(f"{base}/rooms/cov", headers=as_user("bob"), timeout=10).status_code == 403
+    r = requests.get(f"{server}/emulator/v1/projects/{chat}:ruleCoverage", timeout=10)
+    assert r.status_code == 200
+    report = r.json()
+    assert report["rules"]["files"][0]["content"] == (RULESETS / "chat.rules").read_text()
+
+    def all_reports(items):
+        for item in items:
+            yield item
+            yield from all_reports(item["children"])
+    # The allow get on line 13: evaluated twice, once true and once false.
+    [allow_get] = [x for x in report["report"] if x["sourcePosition"]["line"] == 13]
+    assert sorted((v["value"].get("boolValue"), v["count"]) for v in allow_get["values"]) == [(False, 1), (True, 1)]
+    assert any(v["value"] == {"stringValue": "bob"} for x in all_reports(report["report"]) for v in x["values"])
+    page = requests.get(f"{server}/emulator/v1/projects/{chat}:ruleCoverage.html", timeout=10)
+    assert page.status_code == 200 and page.headers["Content-Type"].startswith("text/html") and "isMember(room)" in page.text
+
+
+def test_tree_coverage_counts_each_rule_by_its_location_as_written(server, presence):
+    requests.put(f"{server}/status/zed.json", params={"ns": presence}, headers=as_user("zed"), json={"state": "online", "lastChanged": 1}, timeout=10)
+    requests.put(f"{server}/status/zed.json", params={"ns": presence}, headers=as_user("amy"), json={"state": "online", "lastChanged": 1}, timeout=10)
+    report = requests.get(f"{server}/.inspect/coverage.json", params={"ns": presence}, timeout=10).json()
+    rows = {(r["kind"], r["location"]): r["results"] for r in report["report"]}
+    assert rows[(".write", "/status/$uid")] == {"false": 1, "true": 1}
+    assert rows[(".validate", "/status/$uid/state")] == {"true": 1}
+    assert requests.get(f"{server}/.inspect/coverage", params={"ns": presence}, timeout=10).headers["Content-Type"].startswith("text/html")
+
+
+def test_the_dry_run_judges_test_cases_with_mocked_reads(server, chat):
+    suite = {"testCases": [
+        {"expectation": "ALLOW", "expressionReportLevel": "VISITED",
+         "request": {"method": "get", "path": f"/databases/{DB}/documents/rooms/r", "auth": {"uid": "alice", "token": {}}},
+         "functionMocks": [{"function": "get", "args": [{"exactValue": f"/databases/{DB}/documents/rooms/r"}],
+                            "result": {"value": {"data": {"members": ["alice"]}}}}]},
+        {"expectation": "ALLOW",
+         "request": {"method": "get", "path": f"/databases/{DB}/documents/rooms/r", "auth": {"uid": "bob", "token": {}}},
+         "functionMocks": [{"function": "get", "args": [{"anyValue": {}}], "result": {"value": {"data": {"members": ["alice"]}}}}]},
+        {"expectation": "DENY",
+         "request": {"method": "create", "path": f"/databases/{DB}/documents/rooms/r/messages/m", "auth": {"uid": "alice", "token": {}},
+                     "resource": {"data": {"author": "bob", "text": "x"}}},
+         "functionMocks": [{"function": "get", "args": [{"anyValue": {}}], "result": {"value": {"data": {"members": ["alice"]}}}}]},
+    ]}
+    r = requests.post(f"{server}/emulator/v1/projects/{chat}:test", json={"testSuite": suite}, timeout=10)
+    assert r.status_code == 200, r.text
+    results = r.json()["testResults"]
+    assert [x["state"] for x in results] == ["SUCCESS", "FAILURE", "SUCCESS"]
+    assert results[0]["functionCalls"][0]["function"] == "get" and results[0]["visitedExpressions"]
+    # A source given with the request is used instead; its issues come back.
+    r = requests.post(f"{server}/emulator/v1/projects/{chat}:test",
+                      json={"source": {"files": [{"content": "service cloud.firestore { match"}]}, "testSuite": suite}, timeout=10)
+    assert r.status_code == 200 and r.json()["issues"] and r.json()["testResults"] == []
+    r = requests.post(f"{server}/emulator/v1/projects/{chat}:test", json={"testSuite": {"testCases": [{"expectation": "MAYBE"}]}}, timeout=10)
+    assert r.status_code == 400 and r.json()["error"]["status"] == "INVALID_ARGUMENT"

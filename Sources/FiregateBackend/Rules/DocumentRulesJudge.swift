@@ -108,6 +108,9 @@ public final class DocumentRulesJudge: CommitJudge, Sendable {
         let denied = evaluations.first { !$0.allowed }
         var message = ""
         if let denied, case .firestore(let decision, _, _) = denied.detail { message = decision.message }
+        for evaluation in evaluations {
+            if case .firestore(let decision, _, _) = evaluation.detail { release.coverage.record(decision.visits) }
+        }
         let record = log.record(service: .firestore, scope: database.project, caller: caller, message: message,
                                 evaluations: evaluations, source: release.ruleset.source)
         ids.withLock { $0.append(record.id) }

@@ -14,12 +14,15 @@ public final class SecurityRules: Sendable {
         public let ruleset: FirestoreRuleset
         public let issues: [RulesIssue]
         public let loadedAt: Timestamp
+        /// What its expressions evaluated to, since it was loaded.
+        public let coverage = RulesCoverage()
     }
 
     /// A Realtime Database ruleset as loaded.
     public struct RealtimeRelease: Sendable {
         public let ruleset: RealtimeRuleset
         public let loadedAt: Timestamp
+        public let coverage = RealtimeRulesCoverage()
     }
 
     struct State {
@@ -44,6 +47,9 @@ public final class SecurityRules: Sendable {
         self.clock = clock
         decisions = RulesDecisionLog(clock: clock)
     }
+
+    /// The server's time, as decisions see it.
+    public var now: Timestamp { clock.now() }
 
     /// Whether any ruleset is loaded (for any project or namespace).
     public var isActive: Bool { anyLoaded.load(ordering: .relaxed) }

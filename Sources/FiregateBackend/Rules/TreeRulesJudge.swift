@@ -52,6 +52,9 @@ public final class TreeRulesJudge: TreeWriteJudge, Sendable {
     public static let denied = FiregateError(.permissionDenied, "Permission denied", httpStatus: 401)
 
     private func finish(_ evaluations: [RulesDecisionRecord.Evaluation]) -> Bool {
+        for evaluation in evaluations {
+            if case .realtime(let decision) = evaluation.detail { release.coverage.record(decision, ruleset: release.ruleset) }
+        }
         let record = log.record(service: .database, scope: namespace, caller: caller, message: "Permission denied",
                                 evaluations: evaluations, source: release.ruleset.source)
         ids.withLock { $0.append(record.id) }

@@ -34,11 +34,17 @@ struct OperationRoutes: Sendable {
         if segments[2] == "connections" {
             return try await ConnectionRoutes(registry: connections).respond(request, rest: segments.dropFirst(3))
         }
-        // /emulator/v1/projects/{p}:securityRules and /emulator/v1/rules/decisions[/{id}].
+        // /emulator/v1/projects/{p}:securityRules|ruleCoverage[.html]|test and /emulator/v1/rules/decisions[/{id}].
         if segments.count == 4, segments[2] == "projects", let colon = segments[3].lastIndex(of: ":") {
             let project = String(segments[3][..<colon]), verb = segments[3][segments[3].index(after: colon)...]
-            guard verb == "securityRules", !project.isEmpty else { throw OperationRoutes.noRoute(request) }
-            return try await rulesRoutes.firestore(request, project: project)
+            guard !project.isEmpty else { throw OperationRoutes.noRoute(request) }
+            let reports = RulesReportRoutes(rules: backend.rules)
+            switch verb {
+            case "securityRules": return try await rulesRoutes.firestore(request, project: project)
+            case "ruleCoverage", "ruleCoverage.html": return try reports.firestoreCoverage(request, project: project, html: verb.hasSuffix(".html"))
+            case "test": return try await reports.test(request, project: project)
+            default: throw OperationRoutes.noRoute(request)
+            }
         }
         if segments.count == 4 || segments.count == 5, segments[2] == "rules", segments[3] == "decisions" {
             return try rulesRoutes.decisions(request, id: segments.count == 5 ? segments[4] : nil)

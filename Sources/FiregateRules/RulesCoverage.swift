@@ -1,0 +1,136 @@
+import FiregateModel
+import Synchronization
+
+/// What the expressions of a Firestore ruleset evaluated to, counted across every decision
+/// since it was loaded (reference/security-rules.md C4), and reported in the Firebase Rules
+/// API's shape: an `ExpressionReport` per allow condition and function, `children` following
+/// the expression's structure, `values` with their counts.
+public final class RulesCoverage: Sendable {
+    /// Distinct values kept per expression; further ones are counted under the last.
+    static let valuesPerExpression = 16
+
+    private let counts = Mutex<[RulesPosition: [String: (value: JSON, count: Int)]]>([:])
+
+    public init() {}
+
+    /// Counts each visited subexpression's value.
+    public func record(_ visits: [RulesVisit]) {
+        guard !visits.isEmpty else { return }
+        counts.withLock { counts in
+            for visit in visits {
+                let (key, value): (String, JSON)
+                switch visit.result {
+                case .success(let result): (key, value) = (result.traceText, result.expressionValue)
+                case .failure(let error): (key, value) = ("error: " + error.message, ["error": .string(error.message)])
+                }
+                var values = counts[visit.position, default: [:]]
+                if values[key] == nil, values.count >= RulesCoverage.valuesPerExpression {
+                    values["…", default: (["other": true], 0)].count += 1
+                } else {
+                    values[key, default: (value, 0)].count += 1
+                }
+                counts[visit.position] = values
+            }
+        }
+    }
+
+    /// `{"rules":{"files":[…]},"report":[ExpressionReport…]}`.
+    public func report(_ ruleset: FirestoreRuleset, fileName: String) -> JSON {
+        let counts = counts.withLock { $0 }
+        var reports: [JSON] = []
+        func walk(_ block: MatchBlock) {
+            for function in block.functions {
+                for binding in function.bindings { reports.append(expressionReport(binding.value, counts, fileName)) }
+                reports.append(expressionReport(function.body, counts, fileName))
+            }
+            for allow in block.allows {
+                if let condition = allow.condition { reports.append(expressionReport(condition, counts, fileName)) }
+            }
+            for child in block.matches { walk(child) }
+        }
+        walk(ruleset.root)
+        return ["rules": ["files": [["name": .string(fileName), "content": .string(ruleset.source)]]], "report": .array(reports)]
+    }
+
+    /// The counted values of the expression at each position, for the HTML report.
+    public var valuesByPosition: [RulesPosition: [(value: JSON, count: Int)]] {
+        counts.withLock { $0.mapValues { Array($0.values).sorted { $0.count > $1.count } } }
+    }
+
+    private func expressionReport(_ expression: RulesExpression, _ counts: [RulesPosition: [String: (value: JSON, count: Int)]],
+                                  _ fileName: String) -> JSON {
+        let position = expression.position
+        let values = (counts[position] ?? [:]).sorted { $0.key < $1.key }.map { ["value": $0.value.value, "count": .int(Int64($0.value.count))] as JSON }
+        return [
+            "sourcePosition": ["fileName": .string(fileName), "line": .int(Int64(position.line)), "column": .int(Int64(position.column))],
+            "values": .array(values),
+            "children": .array(expression.children.map { expressionReport($0, counts, fileName) }),
+        ]
+    }
+}
+
+extension RulesExpression {
+    /// The expressions directly inside this one.
+    public var children: [RulesExpression] {
+        switch self {
+        case .literal, .identifier: []
+        case .list(let items, _): items
+        case .map(let entries, _): entries.flatMap { [$0.key, $0.value] }
+        case .path(let parts, _): parts.compactMap { if case .interpolated(let inner) = $0 { inner } else { nil } }
+        case .member(let base, _, _): [base]
+        case .index(let base, let index, _): [base, index]
+        case .slice(let base, let start, let end, _): [base] + [start, end].compactMap { $0 }
+        case .call(let callee, let arguments, _): [callee] + arguments
+        case .unary(_, let operand, _): [operand]
+        case .binary(_, let left, let right, _): [left, right]
+        case .conditional(let condition, let yes, let no, _): [condition, yes, no]
+        case .isType(let operand, _, _): [operand]
+        }
+    }
+}
+
+/// How often each Realtime Database rule (`.read`, `.write`, `.validate` at a rules location,
+/// wildcards as written) gave each result since the rules were loaded.
+public final class RealtimeRulesCoverage: Sendable {
+    private let counts = Mutex<[String: [String: Int]]>([:])
+
+    public init() {}
+
+    public func record(_ decision: RealtimeRulesDecision, ruleset: RealtimeRuleset) {
+        counts.withLock { counts in
+            for outcome in decision.outcomes {
+                let location = ruleset.template(of: outcome.location.split(separator: "/").map(String.init))
+                counts[outcome.kind + " " + location, default: [:]][outcome.result, default: 0] += 1
+            }
+        }
+    }
+
+    /// `{"rules": <source>, "report": [{kind, location, results: {result: count}}]}`.
+    public func report(_ ruleset: RealtimeRuleset) -> JSON {
+        let counts = counts.withLock { $0 }
+        let rows: [JSON] = counts.keys.sorted().map { key in
+            let space = key.firstIndex(of: " ")!
+            let results = counts[key]!.keys.sorted().reduce(JSON.object([:])) { $0.withMember($1, .int(Int64(counts[key]![$1]!))) }
+            return ["kind": .string(String(key[..<space])), "location": .string(String(key[key.index(after: space)...])), "results": results]
+        }
+        return ["rules": .string(ruleset.source), "report": .array(rows)]
+    }
+}
+
+extension RealtimeRuleset {
+    /// A concrete location as the rules name it: `/status/alice` → `/status/$uid`.
+    public func template(of path: [String]) -> String {
+        var node: Node? = root
+        var segments: [String] = []
+        for key in path {
+            guard let current = node, let (next, binding) = current.child(key) else {
+                segments.append(key)
+                node = nil
+                continue
+            }
+            segments.append(binding.map { $0.0 } ?? key)  // the wildcard, named with its `$`
+            node = next
+        }
+        return "/" + segments.joined(separator: "/")
+    }
+}
