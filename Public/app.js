@@ -302,7 +302,7 @@
   // ---------------------------------------------------------------------------------------
   // Tabs (arrow keys move between them; the hash remembers the one shown)
 
-  const TABS = ['clients', 'connections', 'documents', 'tree', 'events'];
+  const TABS = ['clients', 'connections', 'documents', 'tree', 'rules', 'events'];
   const wideQuery = window.matchMedia('(min-width: 1200px)');
   let currentTab = 'clients';
   const tabShownListeners = [];
@@ -1805,7 +1805,11 @@
           return ['client ', c(ev.client), ' · write ', h('span', { class: 'mono', text: '#' + ev.writeId }), ' acknowledged'];
         case 'writeRejected':
           return ['client ', c(ev.client), ' · write ', h('span', { class: 'mono', text: '#' + ev.writeId }), ' ',
-            h('strong', { class: 'bad-text', text: `rejected ${ev.status || ''}` }), ev.message ? ` — ${ev.message}` : ''];
+            h('strong', { class: 'bad-text', text: `rejected ${ev.status || ''}` }), ev.message ? ` — ${ev.message}` : '',
+            ev.decision ? [' · ', h('button', {
+              type: 'button', class: 'link', 'data-testid': 'event-decision', text: `rules decision ${ev.decision}`,
+              onclick: () => { selectTab('rules'); document.dispatchEvent(new CustomEvent('firegate:decision', { detail: ev.decision })); },
+            })] : ''];
         case 'reset':
           if (ev.scope === 'documents') return ['documents of ', h('span', { class: 'mono', text: `${ev.project || '*'} / ${ev.database || '*'}` }), ' reset'];
           if (ev.scope === 'tree') return ['tree namespace ', h('span', { class: 'mono', text: ev.namespace || '*' }), ' reset'];
@@ -2018,6 +2022,14 @@
       renderClock();
     }
   });
+
+  // What the other views (rules.js) use: the API with the admin token, and the tabs.
+  window.firegate = {
+    api,
+    isShown,
+    onTabShown: (fn) => tabShownListeners.push(fn),
+    adminToken: () => token,
+  };
 
   selectTab(location.hash.slice(1) || 'clients', { updateHash: false });
   checkHealth();

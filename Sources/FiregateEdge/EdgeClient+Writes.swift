@@ -260,7 +260,9 @@ extension EdgeClient {
         broadcast(EdgeClient.batchNotification(batchID, state))
         switch state {
         case .acknowledged: backend.operations.record(.writeAcknowledged(client: id, writeID: String(batchID)))
-        case .rejected(let error): backend.operations.record(.writeRejected(client: id, writeID: String(batchID), error: error))
+        case .rejected(let error):
+            let decision = error.status == .permissionDenied ? backend.rules.decisions.latestRefusal(client: id) : nil
+            backend.operations.record(.writeRejected(client: id, writeID: String(batchID), error: error, decision: decision))
         case .pending: break
         }
         for waiter in ackWaiters.removeValue(forKey: batchID) ?? [] { waiter.continuation.resume(returning: state) }

@@ -10,6 +10,7 @@ clients/python/artifacts/ (git-ignored).
 """
 import json
 import os
+import re
 import shutil
 import time
 import uuid
@@ -392,3 +393,46 @@ def test_dashboard_lists_real_sdk_connections_and_switches_them(dashboard_url, p
         assert page.errors == []
     finally:
         channel.close()
+
+
+def test_dashboard_rules_view_shows_ruleset_coverage_live_decisions_and_traces(browser):
+    """On a server of its own: loading rules changes how every request is served."""
+    import base64
+    proc, base = start_server("--public-dir", str(PUBLIC))
+    context = browser.new_context(viewport={"width": 1400, "height": 900})
+    pg = context.new_page()
+    errors = []
+    pg.on("pageerror", lambda err: errors.append(str(err)))
+    try:
+        project = "dash-" + uuid.uuid4().hex[:8]
+        source = ("rules_version = '2';\nservice cloud.firestore {\n  match /databases/{d}/documents/notes/{id} {\n"
+                  "    allow read: if request.auth.uid == resource.data.owner;\n    allow write: if request.auth != null;\n  }\n}\n")
+        r = requests.put(f"{base}/emulator/v1/projects/{project}:securityRules", json={"rules": {"files": [{"content": source}]}}, timeout=10)
+        assert r.status_code == 200
+        requests.patch(f"{_docs(base, project)}/notes/n1", json={"fields": {"owner": {"stringValue": "ann"}}},
+                       headers={"Authorization": "Bearer owner"}, timeout=10)
+        pg.goto(base + "/#rules")
+        expect(pg.get_by_test_id("panel-rules")).to_be_visible()
+        expect(pg.get_by_test_id("rules-decisions-empty")).to_be_visible()
+
+        def token(sub):
+            def b64(o):
+                return base64.urlsafe_b64encode(json.dumps(o).encode()).rstrip(b"=").decode()
+            return f"{b64({'alg': 'none'})}.{b64({'sub': sub})}."
+        r = requests.get(f"{_docs(base, project)}/notes/n1", headers={"Authorization": f"Bearer {token('bob')}"}, timeout=10)
+        assert r.status_code == 403
+        decision = pg.get_by_test_id("rules-decision").first
+        expect(decision).to_contain_text("deny")
+        expect(decision).to_contain_text("get /notes/n1")
+        decision.click()
+        expect(pg.get_by_test_id("rules-trace")).to_contain_text(f"Decision {r.headers['Firegate-Rules-Decision']}: deny")
+        expect(pg.get_by_test_id("rules-trace-rule").first).to_contain_text("L4: allow read: if request.auth.uid == resource.data.owner; → false")
+        pg.get_by_test_id("rules-project").fill(project)
+        pg.get_by_test_id("rules-show").click()
+        expect(pg.get_by_test_id("rules-source")).to_contain_text("allow write: if request.auth != null;")
+        expect(pg.get_by_test_id("rules-covered-line").first).to_have_attribute("title", re.compile("false ×1"))
+        _screenshot(pg, "dashboard-rules.png")
+        assert not errors, errors
+    finally:
+        context.close()
+        stop_server(proc)

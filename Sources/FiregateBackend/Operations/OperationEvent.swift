@@ -18,7 +18,8 @@ public struct OperationEvent: Sendable {
         case client(client: String, action: String)
         /// `writeID` as the client's pendingWrites names it (`7`, or `t7` for a tree write).
         case writeAcknowledged(client: String, writeID: String)
-        case writeRejected(client: String, writeID: String, error: FiregateError)
+        /// `decision`: the rules decision that refused it, when the rules did.
+        case writeRejected(client: String, writeID: String, error: FiregateError, decision: String? = nil)
         case reset(scope: String, fields: [(String, String)])
         case imported(documents: Int, namespaces: Int, clients: Int)
         /// The clock was set or advanced; the event's time is the clock's new reading.
@@ -66,9 +67,10 @@ public struct OperationEvent: Sendable {
             members += [("client", .string(client)), ("action", .string(action))]
         case let .writeAcknowledged(client, writeID):
             members += [("client", .string(client)), ("writeId", .string(writeID))]
-        case let .writeRejected(client, writeID, error):
+        case let .writeRejected(client, writeID, error, decision):
             members += [("client", .string(client)), ("writeId", .string(writeID)),
                         ("status", .string(error.status.rawValue)), ("message", .string(error.message))]
+            if let decision { members.append(("decision", .string(decision))) }
         case let .reset(scope, fields):
             members.append(("scope", .string(scope)))
             members += fields.map { ($0.0, .string($0.1)) }

@@ -105,6 +105,11 @@ public final class RulesDecisionLog: Sendable {
     /// The kept decisions, oldest first.
     public var recent: [RulesDecisionRecord] { state.withLock { Array($0.records) } }
 
+    /// The newest refusal of a write sent by an edge client: the decision its rejection links to.
+    public func latestRefusal(client: String) -> String? {
+        state.withLock { state in state.records.last { $0.caller.client == client && $0.outcome != .allow }?.id }
+    }
+
     public var counts: [RulesDecisionRecord.Outcome: Int] { state.withLock { $0.counts } }
 
     /// Every decision made from now on; the stream ends when its consumer stops.

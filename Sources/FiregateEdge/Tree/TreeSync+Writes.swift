@@ -182,7 +182,8 @@ extension TreeSync {
         guard let write = writes.remove(id) else { return [] }
         storage?.deleteWrite(id: id)
         finish(id, .rejected(error))
-        backend.operations.record(.writeRejected(client: clientID, writeID: "t\(id)", error: error))
+        let decision = error.status == .permissionDenied ? backend.rules.decisions.latestRefusal(client: clientID) : nil
+        backend.operations.record(.writeRejected(client: clientID, writeID: "t\(id)", error: error, decision: decision))
         return write.touchedPaths
     }
 
