@@ -6,37 +6,78 @@ import Synchronization
 /// API's shape: an `ExpressionReport` per allow condition and function, `children` following
 /// the expression's structure, `values` with their counts.
 public final class RulesCoverage: Sendable {
-    /// Distinct values kept per expression; further ones are counted under the last.
+    /// Distinct values kept per expression; further ones are counted under `.others`.
     static let valuesPerExpression = 16
 
-    private let counts = Mutex<[RulesPosition: [String: (value: JSON, count: Int)]]>([:])
+    /// What one evaluation of an expression gave.
+    enum Outcome: Hashable {
+        case value(RulesValue)
+        /// A collection (map, list, set, bytes, diff), counted by its type: hashing every map a
+        /// request builds would cost more than judging it.
+        case kind(String)
+        case error(String)
+        case others
+    }
+
+    struct Key: Hashable {
+        let position: RulesPosition
+        var outcome: Outcome
+    }
+
+    struct Counts {
+        var byKey: [Key: Int] = [:]
+        /// Distinct outcomes per position, for the cap.
+        var distinct: [RulesPosition: Int] = [:]
+    }
+
+    private let counts = Mutex(Counts())
 
     public init() {}
 
-    /// Counts each visited subexpression's value.
+    /// Counts each visited subexpression's value (hashing only: the report renders them).
     public func record(_ visits: [RulesVisit]) {
         guard !visits.isEmpty else { return }
         counts.withLock { counts in
             for visit in visits {
-                let (key, value): (String, JSON)
+                let outcome: Outcome
                 switch visit.result {
-                case .success(let result): (key, value) = (result.traceText, result.expressionValue)
-                case .failure(let error): (key, value) = ("error: " + error.message, ["error": .string(error.message)])
+                case .success(let value):
+                    switch value {
+                    case .map, .list, .set, .bytes, .mapDiff, .bound: outcome = .kind(value.typeName)
+                    default: outcome = .value(value)
+                    }
+                case .failure(let error): outcome = .error(error.message)
                 }
-                var values = counts[visit.position, default: [:]]
-                if values[key] == nil, values.count >= RulesCoverage.valuesPerExpression {
-                    values["…", default: (["other": true], 0)].count += 1
+                var key = Key(position: visit.position, outcome: outcome)
+                if let seen = counts.byKey[key] {
+                    counts.byKey[key] = seen + 1
+                    continue
+                }
+                if counts.distinct[visit.position, default: 0] >= RulesCoverage.valuesPerExpression {
+                    key.outcome = .others
                 } else {
-                    values[key, default: (value, 0)].count += 1
+                    counts.distinct[visit.position, default: 0] += 1
                 }
-                counts[visit.position] = values
+                counts.byKey[key, default: 0] += 1
             }
         }
     }
 
+    /// The counted values of an expression: `{"value": ExpressionValue, "count": n}`, sorted.
+    static func rendered(_ values: [Outcome: Int]) -> [(value: JSON, count: Int)] {
+        values.map { outcome, count -> (JSON, Int) in
+            switch outcome {
+            case .value(let value): (value.expressionValue, count)
+            case .kind(let type): (["type": .string(type)], count)
+            case .error(let message): (["error": .string(message)], count)
+            case .others: (["other": true], count)
+            }
+        }.sorted { JSONWriter.string($0.0) < JSONWriter.string($1.0) }
+    }
+
     /// `{"rules":{"files":[…]},"report":[ExpressionReport…]}`.
     public func report(_ ruleset: FirestoreRuleset, fileName: String) -> JSON {
-        let counts = counts.withLock { $0 }
+        let counts = byPosition
         var reports: [JSON] = []
         func walk(_ block: MatchBlock) {
             for function in block.functions {
@@ -54,13 +95,18 @@ public final class RulesCoverage: Sendable {
 
     /// The counted values of the expression at each position, for the HTML report.
     public var valuesByPosition: [RulesPosition: [(value: JSON, count: Int)]] {
-        counts.withLock { $0.mapValues { Array($0.values).sorted { $0.count > $1.count } } }
+        byPosition.mapValues(RulesCoverage.rendered)
     }
 
-    private func expressionReport(_ expression: RulesExpression, _ counts: [RulesPosition: [String: (value: JSON, count: Int)]],
-                                  _ fileName: String) -> JSON {
+    private var byPosition: [RulesPosition: [Outcome: Int]] {
+        var grouped: [RulesPosition: [Outcome: Int]] = [:]
+        for (key, count) in counts.withLock({ $0.byKey }) { grouped[key.position, default: [:]][key.outcome, default: 0] += count }
+        return grouped
+    }
+
+    private func expressionReport(_ expression: RulesExpression, _ counts: [RulesPosition: [Outcome: Int]], _ fileName: String) -> JSON {
         let position = expression.position
-        let values = (counts[position] ?? [:]).sorted { $0.key < $1.key }.map { ["value": $0.value.value, "count": .int(Int64($0.value.count))] as JSON }
+        let values = RulesCoverage.rendered(counts[position] ?? [:]).map { ["value": $0.value, "count": .int(Int64($0.count))] as JSON }
         return [
             "sourcePosition": ["fileName": .string(fileName), "line": .int(Int64(position.line)), "column": .int(Int64(position.column))],
             "values": .array(values),

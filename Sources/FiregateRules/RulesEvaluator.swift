@@ -15,7 +15,23 @@ public struct RulesVisit: Sendable {
 public struct RulesDocumentAccess: Sendable, Equatable {
     public let path: [String]
     public let after: Bool
-    public let found: Bool
+    /// What was read (nil: no document), so the decision can be evaluated again for its trace.
+    public let resource: RulesValue?
+    public var found: Bool { resource != nil }
+}
+
+/// Answers a decision's reads from what it read the first time: evaluating again with it gives
+/// the same result, with every subexpression's value (traces are made this way, on demand).
+public struct RecordedDocumentReader: RulesDocumentReader {
+    let accesses: [RulesDocumentAccess]
+
+    public init(_ accesses: [RulesDocumentAccess]) {
+        self.accesses = accesses
+    }
+
+    public func resource(at path: [String], after: Bool) -> RulesValue? {
+        accesses.first { $0.path == path && $0.after == after }?.resource
+    }
 }
 
 /// The limits of one evaluation (reference/security-rules.md A10, A14).
@@ -40,7 +56,9 @@ public final class RulesEvaluator {
     public private(set) var debugOutput: [String] = []
     /// When set, every subexpression's value (or error) is kept, in evaluation order, for traces
     /// and coverage.
-    public var recordsVisits = false
+    public var recordsVisits = false {
+        didSet { if recordsVisits { visits.reserveCapacity(32) } }
+    }
     public private(set) var visits: [RulesVisit] = []
     /// Every document read, in order (repeated reads once).
     public private(set) var accesses: [RulesDocumentAccess] = []
@@ -230,7 +248,7 @@ public final class RulesEvaluator {
         guard let reader else { throw RulesError("No documents can be read here.", at: at) }
         let resource = reader.resource(at: path, after: after)
         if !accesses.contains(where: { $0.path == path && $0.after == after }) {
-            accesses.append(RulesDocumentAccess(path: path, after: after, found: resource != nil))
+            accesses.append(RulesDocumentAccess(path: path, after: after, resource: resource))
         }
         return resource
     }

@@ -98,3 +98,32 @@ public struct RulesError: Error, Sendable, Equatable {
         self.position = position
     }
 }
+
+extension RulesValue: Hashable {
+    /// Consistent with `==`: numbers hash by value, maps and sets regardless of order.
+    public func hash(into hasher: inout Hasher) {
+        switch self {
+        case .null: hasher.combine(0)
+        case .bool(let b): hasher.combine(1); hasher.combine(b)
+        case .int, .float: hasher.combine(2); hasher.combine(number!)
+        case .string(let s): hasher.combine(3); hasher.combine(s)
+        case .bytes(let b): hasher.combine(4); hasher.combine(b)
+        case .path(let p): hasher.combine(5); hasher.combine(p)
+        case .list(let items): hasher.combine(6); hasher.combine(items)
+        case .map(let fields):
+            hasher.combine(7)
+            hasher.combine(fields.reduce(0) { sum, field in
+                var one = Hasher()
+                one.combine(field.key)
+                one.combine(field.value)
+                return sum &+ one.finalize()
+            })
+        case .set(let items): hasher.combine(8); hasher.combine(items.reduce(0) { $0 &+ $1.hashValue })
+        case .timestamp(let s, let n): hasher.combine(9); hasher.combine(s); hasher.combine(n)
+        case .duration(let s, let n): hasher.combine(10); hasher.combine(s); hasher.combine(n)
+        case .latlng(let a, let o): hasher.combine(11); hasher.combine(a); hasher.combine(o)
+        case .mapDiff(let a, let r, let c, let u): hasher.combine(12); hasher.combine(Set(a)); hasher.combine(Set(r)); hasher.combine(Set(c)); hasher.combine(Set(u))
+        case .bound(let l, let li, let u, let ui): hasher.combine(13); hasher.combine(l); hasher.combine(li); hasher.combine(u); hasher.combine(ui)
+        }
+    }
+}

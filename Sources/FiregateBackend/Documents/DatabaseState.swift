@@ -1,5 +1,6 @@
 import DequeModule
 import FiregateModel
+import FiregateRules
 
 /// The in-memory state of one document database: documents with their encoded form,
 /// collection indexes, recent commit history and open transactions.
@@ -9,6 +10,8 @@ struct DatabaseState {
         var document: Document
         var encoded: [UInt8]?
         var encodedMessage: [UInt8]?
+        /// The document as security rules read it (`resource`), made once per version.
+        var rulesResource: RulesValue?
     }
 
     var documents: [ResourcePath: Entry] = [:]

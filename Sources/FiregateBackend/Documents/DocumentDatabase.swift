@@ -1,4 +1,5 @@
 import FiregateModel
+import FiregateRules
 import FiregateStore
 import Foundation
 import Synchronization
@@ -55,6 +56,18 @@ public final class DocumentDatabase: Sendable {
             let bytes = try encode(entry.document)
             state.documents[path]?.encodedMessage = bytes
             return bytes
+        }
+    }
+
+    /// The document as rules read it (`resource`: data, id, name), cached per version; nil when
+    /// there is none.
+    public func rulesResource(_ path: ResourcePath) -> RulesValue? {
+        state.withLock { state in
+            guard let entry = state.documents[path] else { return nil }
+            if let resource = entry.rulesResource { return resource }
+            let resource = RulesValue.resource(entry.document, database: id)
+            state.documents[path]?.rulesResource = resource
+            return resource
         }
     }
 
@@ -252,6 +265,7 @@ public final class DocumentDatabase: Sendable {
         guard writes.count <= DocumentLimits.maxWritesPerCommit else {
             throw .invalidArgument("A maximum of 500 writes allowed per request.")
         }
+        defer { judge?.settle() }  // after the lock is released
         let (result, signal) = try state.withLock { state throws(FiregateError) in try apply(writes, in: &state, companion: companion, judge: judge) }
         return PendingCommit(result: result, signal: signal)
     }
@@ -261,7 +275,7 @@ public final class DocumentDatabase: Sendable {
         guard writes.count <= DocumentLimits.maxWritesPerCommit else {
             throw .invalidArgument("A maximum of 500 writes allowed per request.")
         }
-        let (result, signal) = try state.withLock { state throws(FiregateError) in
+        let locked = Result { () throws(FiregateError) in try state.withLock { state throws(FiregateError) in
             if let transaction {
                 guard let tx = state.transactions.removeValue(forKey: transaction) else { throw DocumentDatabase.invalidTransaction }
                 if tx.readOnly, !writes.isEmpty {
@@ -272,7 +286,9 @@ public final class DocumentDatabase: Sendable {
                 }
             }
             return try apply(writes, in: &state, companion: companion, judge: judge)
-        }
+        } }
+        judge?.settle()  // after the lock is released
+        let (result, signal) = try locked.get()
         do {
             try await signal.wait()
         } catch {
@@ -301,6 +317,7 @@ public final class DocumentDatabase: Sendable {
                 }
             }
         }
+        judge?.settle()  // after the lock is released
         var results: [Result<WriteResult, FiregateError>] = []
         for item in pending {
             switch item {
@@ -344,9 +361,13 @@ public final class DocumentDatabase: Sendable {
             results.append(WriteResult(updateTime: updateTime, transformResults: write.transforms.isEmpty ? nil : outcome.transformResults))
         }
         if let judge {
-            try judge.judge(writes, stored: { state.documents[$0]?.document }, after: { path in
-                if let pending = working[path] { return pending }
-                return state.documents[path]?.document
+            // Stored documents as rules read them come from the per-version cache when a read made it.
+            let id = id
+            try judge.judge(writes, stored: { path in
+                state.documents[path].map { $0.rulesResource ?? RulesValue.resource($0.document, database: id) }
+            }, after: { path in
+                if let pending = working[path] { return pending.map { RulesValue.resource($0, database: id) } }
+                return state.documents[path].map { $0.rulesResource ?? RulesValue.resource($0.document, database: id) }
             }, commitTime: commitTime)
         }
         var changes: [DocumentChange] = []

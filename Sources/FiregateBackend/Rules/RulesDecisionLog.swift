@@ -17,19 +17,36 @@ public struct RulesDecisionRecord: Sendable {
     /// One rules evaluation: a Firestore method on a document or collection, or a tree read or write.
     public struct Evaluation: Sendable {
         public enum Detail: Sendable {
-            case firestore(FirestoreRulesDecision, request: RulesValue, resource: RulesValue)
+            /// What the evaluation was given and what it read: it is made again for its trace.
+            case firestore(FirestoreEvaluationInput, accesses: [RulesDocumentAccess])
             case realtime(RealtimeRulesDecision)
         }
 
         public let method: String
         public let path: String
+        public let allowed: Bool
+        /// Denied because every rule tried failed to evaluate (rather than answering false).
+        public let errored: Bool
         public let detail: Detail
 
-        public var allowed: Bool {
-            switch detail {
-            case .firestore(let decision, _, _): decision.allowed
-            case .realtime(let decision): decision.allowed
-            }
+        public init(method: String, path: String, detail: Detail, allowed: Bool, errored: Bool) {
+            (self.method, self.path, self.detail, self.allowed, self.errored) = (method, path, detail, allowed, errored)
+        }
+
+        /// A Firestore evaluation, kept as what it was given and read.
+        init(method: String, path: String, _ decision: FirestoreRulesDecision, _ input: FirestoreEvaluationInput) {
+            self.init(method: method, path: path, detail: .firestore(input, accesses: decision.accesses), allowed: decision.allowed,
+                      errored: !decision.allowed && Evaluation.errored(decision.outcomes.map(\.result)))
+        }
+
+        /// A tree evaluation, kept whole (its outcomes are its trace).
+        init(method: String, path: String, _ decision: RealtimeRulesDecision) {
+            self.init(method: method, path: path, detail: .realtime(decision), allowed: decision.allowed,
+                      errored: !decision.allowed && Evaluation.errored(decision.outcomes.map(\.result)))
+        }
+
+        static func errored(_ results: [String]) -> Bool {
+            !results.isEmpty && results.allSatisfy { $0 != "true" && $0 != "false" }
         }
     }
 
@@ -73,29 +90,20 @@ public final class RulesDecisionLog: Sendable {
                 evaluations: [RulesDecisionRecord.Evaluation], source: String) -> RulesDecisionRecord {
         let allowed = evaluations.allSatisfy(\.allowed)
         let time = clock.now()
-        let (record, subscribers) = state.withLock { state in
+        let (record, subscribers, evicted) = state.withLock { state in
             let record = RulesDecisionRecord(id: String(state.nextID), time: time, service: service, scope: scope, caller: caller,
-                                             outcome: allowed ? .allow : (RulesDecisionLog.errored(evaluations) ? .error : .deny),
+                                             outcome: allowed ? .allow : (evaluations.filter { !$0.allowed }.allSatisfy(\.errored) ? .error : .deny),
                                              message: allowed ? "" : message, evaluations: evaluations, source: source)
             state.nextID += 1
             state.counts[record.outcome, default: 0] += 1
             state.records.append(record)
-            if state.records.count > RulesDecisionLog.capacity { state.records.removeFirst() }
-            return (record, Array(state.subscribers.values))
+            // The oldest record is freed after the lock is released: it holds a whole request.
+            let evicted = state.records.count > RulesDecisionLog.capacity ? state.records.removeFirst() : nil
+            return (record, state.subscribers.isEmpty ? [] : Array(state.subscribers.values), evicted)
         }
+        _ = consume evicted
         for subscriber in subscribers { subscriber.yield(record) }
         return record
-    }
-
-    /// Denied because every rule tried failed to evaluate (rather than answering false).
-    static func errored(_ evaluations: [RulesDecisionRecord.Evaluation]) -> Bool {
-        let results: [String] = evaluations.filter { !$0.allowed }.flatMap { evaluation -> [String] in
-            switch evaluation.detail {
-            case .firestore(let decision, _, _): decision.outcomes.map(\.result)
-            case .realtime(let decision): decision.outcomes.map(\.result)
-            }
-        }
-        return !results.isEmpty && results.allSatisfy { $0 != "true" && $0 != "false" }
     }
 
     public func decision(_ id: String) -> RulesDecisionRecord? {
@@ -130,19 +138,50 @@ public final class RulesDecisionLog: Sendable {
 /// Who asks, as the rules and the traces see it: the identity, the surface the request came in
 /// on, and the edge client that sent it (if one did).
 public struct RulesCaller: Sendable {
-    public var identity: CallIdentity
+    public let identity: CallIdentity
     /// `rest`, `grpc`, `sse`, `websocket`, `edge`.
-    public var surface: String
-    public var client: String?
+    public let surface: String
+    public let client: String?
+
+    /// `request.auth` / `auth` as rules see this identity.
+    public let auth: RulesValue
 
     public init(identity: CallIdentity, surface: String, client: String? = nil) {
+        self.init(identity: identity, surface: surface, client: client, auth: RulesCaller.auth(of: identity))
+    }
+
+    init(identity: CallIdentity, surface: String, client: String?, auth: RulesValue) {
         self.identity = identity
         self.surface = surface
         self.client = client
+        self.auth = auth
+    }
+
+    static func auth(of identity: CallIdentity) -> RulesValue {
+        if case .user(_, let claims) = identity { return RulesValue.auth(claims: claims) }
+        return .null
     }
 
     var claims: JSON? {
         if case .user(_, let claims) = identity { return claims }
         return nil
+    }
+}
+
+/// What a Firestore evaluation was given: with the documents it read (kept in its decision),
+/// enough to evaluate it again. Decisions keep this rather than every subexpression's value,
+/// which a trace computes on demand.
+public struct FirestoreEvaluationInput: Sendable {
+    public let ruleset: FirestoreRuleset
+    public let request: FirestoreRulesRequest
+    /// A list's query (the decision was made per disjunct).
+    public let query: FirestoreRulesQuery?
+    public let limits: RulesLimits
+
+    /// The decision made again from what it read, with every subexpression's value.
+    public func replay(_ accesses: [RulesDocumentAccess]) -> FirestoreRulesDecision {
+        let reader = RecordedDocumentReader(accesses)
+        if let query { return ruleset.decideList(request, query: query, reader: reader, limits: limits, recordsVisits: true) }
+        return ruleset.decide(request, reader: reader, limits: limits, recordsVisits: true)
     }
 }

@@ -29,7 +29,10 @@ extension RulesDecisionRecord.Evaluation {
             number >= 1 && number <= lines.count ? .string(lines[number - 1].trimmingCharacters(in: .whitespaces)) : .null
         }
         switch detail {
-        case .firestore(let decision, let request, let resource):
+        case .firestore(let input, let accesses):
+            // The decision is made again from what it read: the same outcome, with every value.
+            let decision = input.replay(accesses)
+            let request = input.request.value, resource = input.request.resource
             json = json.withMember("rules", .array(decision.outcomes.map { outcome in
                 var rule: JSON = ["line": .int(Int64(outcome.line)), "result": .string(outcome.result), "granted": .bool(outcome.granted)]
                 if !outcome.bindings.isEmpty {

@@ -42,6 +42,7 @@ public final class SecurityRules: Sendable {
     let clock: ServerClock
     private let observers = Mutex<[@Sendable (RulesChange) -> Void]>([])
     let adminToken = Mutex<String?>(nil)
+    private let tokens = Mutex<[String: (CallIdentity, auth: RulesValue)]>([:])
 
     public init(clock: ServerClock) {
         self.clock = clock
@@ -144,17 +145,33 @@ extension SecurityRules {
         if let adminToken = adminToken.withLock({ $0 }), token == adminToken {
             return RulesCaller(identity: .admin, surface: surface, client: client)
         }
-        let identity = CallIdentity(token: token)
+        let (identity, auth) = identity(ofToken: token)
         if judged, identity == .unauthenticated {
             throw FiregateError(.unauthenticated, "The bearer token is neither `owner` nor a JWT (header.payload.signature, base64url) naming a user (sub or user_id).")
         }
-        return RulesCaller(identity: identity, surface: surface, client: client)
+        return RulesCaller(identity: identity, surface: surface, client: client, auth: auth)
+    }
+
+    /// A token's identity; the recent ones are kept, since a test's client sends the same
+    /// token with every request and decoding it costs more than judging.
+    func identity(ofToken token: String) -> (CallIdentity, auth: RulesValue) {
+        if let known = tokens.withLock({ $0[token] }) { return known }
+        let identity = CallIdentity(token: token)
+        let known = (identity, RulesCaller.auth(of: identity))
+        tokens.withLock { tokens in
+            if tokens.count >= 256 { tokens.removeAll(keepingCapacity: true) }
+            tokens[token] = known
+        }
+        return known
     }
 
     /// The token of an `Authorization: Bearer …` header.
     public static func bearerToken(_ authorization: String?) -> String? {
         guard let authorization, authorization.lowercased().hasPrefix("bearer ") else { return nil }
-        return authorization.dropFirst("bearer ".count).trimmingCharacters(in: .whitespaces)
+        var token = authorization.utf8.dropFirst("bearer ".count)
+        while token.first == UInt8(ascii: " ") { token = token.dropFirst() }
+        while token.last == UInt8(ascii: " ") { token = token.dropLast() }
+        return String(Substring(token))
     }
 
     /// `--admin-token`: requests bearing it act as the admin, bypassing rules.

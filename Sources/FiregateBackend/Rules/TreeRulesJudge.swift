@@ -29,7 +29,7 @@ public final class TreeRulesJudge: TreeWriteJudge, Sendable {
         let context = RealtimeRulesContext(data: TreeRulesData(before: root, after: root), claims: caller.claims,
                                            nowMillis: Double(clock.nowMicros() / 1000), query: TreeRulesJudge.queryFields(query))
         let decision = release.ruleset.read(path.keys, context)
-        return finish([.init(method: "read", path: path.description, detail: .realtime(decision))])
+        return finish([.init(method: "read", path: path.description, decision)])
     }
 
     /// A read, or PERMISSION_DENIED (the tree's 401 `Permission denied`).
@@ -43,7 +43,7 @@ public final class TreeRulesJudge: TreeWriteJudge, Sendable {
         let context = RealtimeRulesContext(data: TreeRulesData(before: before, after: after), claims: caller.claims,
                                            nowMillis: Double(clock.nowMicros() / 1000))
         let evaluations = paths.map { path in
-            RulesDecisionRecord.Evaluation(method: "write", path: path.description, detail: .realtime(release.ruleset.write(path.keys, context)))
+            RulesDecisionRecord.Evaluation(method: "write", path: path.description, release.ruleset.write(path.keys, context))
         }
         guard finish(evaluations) else { throw TreeRulesJudge.denied }
     }

@@ -36,9 +36,12 @@ final class ConnectionFastPath: ChannelDuplexHandler, RemovableChannelHandler {
         var body: [UInt8]
         var surface: Surface
         var method = "GET"
+        /// The rules decisions it answers (`Firegate-Rules-Decision`).
+        var decision: String?
     }
 
     private let backend: Backend
+    private let rules: FastPathRules
     private let documents: DocumentRoutes
     private let metrics: ServerMetrics
     private let logger: Logger
@@ -69,6 +72,7 @@ final class ConnectionFastPath: ChannelDuplexHandler, RemovableChannelHandler {
         self.sockets = sockets
         self.documents = documents
         self.backend = documents.backend
+        rules = FastPathRules(rules: documents.backend.rules)
         self.metrics = metrics
         self.logger = logger
     }
@@ -114,24 +118,31 @@ final class ConnectionFastPath: ChannelDuplexHandler, RemovableChannelHandler {
             }
             let parse = SimpleRequest.parse(buffer)
             if case .incomplete = parse { return }
-            // Judged requests (any ruleset loaded) take the full path, where the rules are.
-            guard case .simple(let request) = parse, !backend.rules.isActive else { break }
+            guard case .simple(let request) = parse else { break }
+            // While rules are loaded, streams and tree reads take the full path; document GETs
+            // and commits are judged here (FastPathRules).
+            let judging = backend.rules.isActive
             let target = String(decoding: buffer.getBytes(at: buffer.readerIndex + request.path.lowerBound, length: request.path.count) ?? [],
                                 as: UTF8.self)
             let query = request.query.flatMap { buffer.getString(at: buffer.readerIndex + $0.lowerBound, length: $0.count) }
             if request.method == .post {
-                guard let commit = documentCommit(target, query: query, body: buffer.getSlice(at: buffer.readerIndex + request.body.lowerBound,
-                                                                                            length: request.body.count)) else { break }
+                guard let start = documentCommit(target, query: query, request, body: buffer.getSlice(at: buffer.readerIndex + request.body.lowerBound,
+                                                                                                   length: request.body.count)) else { break }
                 buffer.moveReaderIndex(forwardBy: request.length)
                 unread = buffer
-                awaitDurable(commit, gzipAccepted: request.acceptsGzip, path: target, started: started, context: context)
-            } else if let stream = documentListen(target, query: query, request) {
+                switch start {
+                case .pending(let commit, let decision):
+                    awaitDurable(commit, decision: decision, gzipAccepted: request.acceptsGzip, path: target, started: started, context: context)
+                case .answered(let answer):
+                    respond(answer, path: target, started: started, context: context)
+                }
+            } else if !judging, let stream = documentListen(target, query: query, request) {
                 buffer.moveReaderIndex(forwardBy: request.length)
                 // An idle stream keeps no read buffer.
                 unread = buffer.readableBytes > 0 ? buffer : nil
                 listen(DocumentListenSource(stream), path: target, started: started, context: context)
                 return
-            } else if request.acceptsEventStream, let location = treeLocation(target, query: query) {
+            } else if !judging, request.acceptsEventStream, let location = treeLocation(target, query: query) {
                 // The request stays at the front of the input until the subscription exists.
                 subscribeTree(location, identity: identity(request.authorization), length: request.length, path: target, started: started, context: context)
                 return
@@ -139,7 +150,7 @@ final class ConnectionFastPath: ChannelDuplexHandler, RemovableChannelHandler {
                 buffer.moveReaderIndex(forwardBy: request.length)
                 unread = buffer
                 respond(answer, path: target, started: started, context: context)
-            } else if !request.acceptsEventStream, let location = treeLocation(target, query: query) {
+            } else if !judging, !request.acceptsEventStream, let location = treeLocation(target, query: query) {
                 buffer.moveReaderIndex(forwardBy: request.length)
                 unread = buffer
                 if let cached = backend.tree.cachedEncoding(namespace: location.namespace, path: location.path), !(request.acceptsGzip && cached.count >= FiregateResponder.gzipThreshold) {
@@ -306,6 +317,10 @@ final class ConnectionFastPath: ChannelDuplexHandler, RemovableChannelHandler {
         // While the start's load runs, the full path waits for it (off the event loop).
         guard query == nil, !request.acceptsEventStream, target.hasPrefix("/v1/"), backend.documents.isLoaded else { return nil }
         guard let document = documentPath(target), document.verb == nil, document.path.isDocument else { return nil }
+        if let verdict = rules.judge(document.database, authorization: request.authorization) {
+            let answer = rules.get(backend.documents.database(document.database), document.path, verdict)
+            return request.acceptsGzip && answer.body.count >= FiregateResponder.gzipThreshold ? nil : answer
+        }
         guard let bytes = backend.documents.database(document.database).encodedDocument(document.path) else {
             let error = DocumentRoutes.notFound(document.database, document.path)
             return Answer(status: .notFound, body: JSONWriter.bytes(JSON.errorBody(error)), surface: .documents)
@@ -317,19 +332,20 @@ final class ConnectionFastPath: ChannelDuplexHandler, RemovableChannelHandler {
     /// A `:commit` without a transaction whose writes apply: applied now, in commit order;
     /// nil when the full path must answer (any other request, or one it refuses, which it
     /// then refuses with its own error; a refused commit changed nothing).
-    private func documentCommit(_ target: String, query: String?, body: ByteBuffer?) -> DocumentDatabase.PendingCommit? {
+    private func documentCommit(_ target: String, query: String?, _ request: SimpleRequest, body: ByteBuffer?) -> FastPathRules.CommitStart? {
         guard query == nil, target.hasSuffix(":commit"), backend.documents.isLoaded, let body,
               let parsed = documentPath(target), parsed.verb == "commit", parsed.path.isEmpty,
               let json = try? JSONParser.parse(Array(body.readableBytesView)), case .object = json else { return nil }
         if let transaction = json.member("transaction"), transaction != .null { return nil }
         let database = backend.documents.database(parsed.database)
         guard let writes = try? DocumentCalls.parseWrites(json, database) else { return nil }
-        return try? database.beginCommit(writes)
+        if let verdict = rules.judge(parsed.database, authorization: request.authorization) { return rules.commit(writes, database, verdict) }
+        return (try? database.beginCommit(writes)).map { .pending($0, decision: nil) }
     }
 
     /// Input waits while the commit becomes durable; then its answer goes out, as the full
     /// path's would.
-    private func awaitDurable(_ commit: DocumentDatabase.PendingCommit, gzipAccepted: Bool, path: String,
+    private func awaitDurable(_ commit: DocumentDatabase.PendingCommit, decision: String?, gzipAccepted: Bool, path: String,
                               started: ContinuousClock.Instant, context: ChannelHandlerContext) {
         answering = true
         let loop = context.eventLoop
@@ -341,10 +357,10 @@ final class ConnectionFastPath: ChannelDuplexHandler, RemovableChannelHandler {
                 var answer: Answer
                 switch outcome {
                 case .success(let result):
-                    answer = Answer(status: .ok, body: JSONWriter.bytes(result.json), surface: .documents, method: "POST")
+                    answer = Answer(status: .ok, body: JSONWriter.bytes(result.json), surface: .documents, method: "POST", decision: decision)
                 case .failure(let error):
                     answer = Answer(status: HTTPResponse.Status(code: error.httpStatus), body: JSONWriter.bytes(JSON.errorBody(error)),
-                                    surface: .documents, method: "POST")
+                                    surface: .documents, method: "POST", decision: decision)
                 }
                 let gzipped = gzipAccepted && answer.body.count >= FiregateResponder.gzipThreshold
                 if gzipped { answer.body = Gzip.compress(answer.body) }

@@ -14,6 +14,11 @@ extension ConnectionFastPath.Answer {
             if status == .ok { out.writeStaticString("Cache-Control: no-cache\r\n") }
         }
         if gzipped { out.writeStaticString("Content-Encoding: gzip\r\nVary: Accept-Encoding\r\n") }
+        if let decision {
+            out.writeStaticString("Firegate-Rules-Decision: ")
+            out.writeString(decision)
+            out.writeStaticString("\r\n")
+        }
         out.writeStaticString("Content-Length: ")
         out.writeString(String(body.count))
         out.writeStaticString("\r\nDate: ")

@@ -177,7 +177,12 @@ struct SimpleRequest {
 
     /// A header's value without surrounding blanks.
     private static func value(_ bytes: UnsafeRawBufferPointer, _ range: Range<Int>) -> String {
-        String(decoding: UnsafeRawBufferPointer(rebasing: bytes[range]), as: UTF8.self).trimmingCharacters(in: .whitespaces)
+        // Blanks around a header value are not part of it (trimmed here without Foundation's
+        // bridging, which cost more than the rest of the request).
+        var lower = range.lowerBound, upper = range.upperBound
+        while lower < upper, bytes[lower] == UInt8(ascii: " ") || bytes[lower] == UInt8(ascii: "\t") { lower += 1 }
+        while upper > lower, bytes[upper - 1] == UInt8(ascii: " ") || bytes[upper - 1] == UInt8(ascii: "\t") { upper -= 1 }
+        return String(decoding: UnsafeRawBufferPointer(rebasing: bytes[lower..<upper]), as: UTF8.self)
     }
 
     /// Whether an `Accept-Encoding` value names gzip (or `*`); a `q=0` is read as acceptance,
