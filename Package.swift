@@ -75,6 +75,8 @@ let package = Package(
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             .product(name: "Logging", package: "swift-log"),
         ]),
+        // The rules parser under libFuzzer (scripts/fuzz-rules.sh); built plainly it replays inputs.
+        .executableTarget(name: "firegate-rules-fuzz", dependencies: ["FiregateRules"], path: "Sources/FiregateRulesFuzz"),
         .executableTarget(name: "firegate", dependencies: [
             "FiregateHTTP",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
