@@ -83,7 +83,7 @@ let package = Package(
             .product(name: "Logging", package: "swift-log"),
         ]),
         .testTarget(name: "FiregateModelTests", dependencies: ["FiregateModel"]),
-        .testTarget(name: "FiregateRulesTests", dependencies: ["FiregateRules", "FiregateModel"]),
+        .testTarget(name: "FiregateRulesTests", dependencies: ["FiregateRules", "FiregateModel"], exclude: ["FuzzCorpus"]),
         .testTarget(name: "FiregateProtoTests", dependencies: ["FiregateProto", "FiregateModel"]),
         .testTarget(name: "FiregateRealtimeTests", dependencies: ["FiregateRealtime", "FiregateBackend", "FiregateStore", "FiregateModel"]),
         .testTarget(name: "FiregateEdgeTests", dependencies: ["FiregateEdge", "FiregateBackend", "FiregateModel"]),

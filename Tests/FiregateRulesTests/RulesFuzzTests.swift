@@ -1,4 +1,5 @@
 import FiregateModel
+import Foundation
 @testable import FiregateRules
 import XCTest
 
@@ -89,6 +90,22 @@ final class RulesFuzzTests: XCTestCase {
             _ = ruleset.read(["users", "u"], context)
             _ = ruleset.write(["users", "u"], context)
         }
+    }
+
+    /// The libFuzzer corpus (`scripts/fuzz-rules.sh`) and what it found, replayed: every input
+    /// loads or is refused with an issue, and what loads decides.
+    func testTheFuzzCorpusReplays() throws {
+        let folder = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("FuzzCorpus")
+        var inputs = try FileManager.default.contentsOfDirectory(atPath: folder.path).map { folder.appendingPathComponent($0) }
+        let crashes = folder.appendingPathComponent("crashes")
+        inputs += ((try? FileManager.default.contentsOfDirectory(atPath: crashes.path)) ?? []).map { crashes.appendingPathComponent($0) }
+        var replayed = 0
+        for input in inputs {
+            guard let data = FileManager.default.contents(atPath: input.path), !input.hasDirectoryPath, input.lastPathComponent != "crashes" else { continue }
+            XCTAssertTrue(RulesFuzzInput.run([UInt8](data)), input.lastPathComponent)
+            replayed += 1
+        }
+        XCTAssertGreaterThanOrEqual(replayed, 7)
     }
 
     /// Cases earlier runs found.
