@@ -151,7 +151,42 @@ struct RealtimeRulesParser {
             index += 1
         }
         guard flags.isEmpty || flags == "i" else { throw error("Unsupported regular expression flags '\(flags)'") }
+        if let problem = RealtimeRulesParser.regexProblem(pattern) { throw error(problem) }
         return .regex(pattern: pattern, caseInsensitive: flags == "i")
+    }
+
+    /// What the Realtime Database refuses in a regex literal (B4): `^` anywhere but the very
+    /// start, `$` anywhere but the very end, an empty alternative.
+    static func regexProblem(_ pattern: String) -> String? {
+        let chars = Array(pattern.unicodeScalars)
+        var inClass = false
+        var previous: Unicode.Scalar?  // the character before; an escaped one or a class counts as a literal
+        var i = 0
+        while i < chars.count {
+            let c = chars[i]
+            if c == "\\" {
+                (previous, i) = ("x", i + 2)
+                continue
+            }
+            if inClass {
+                if c == "]" { inClass = false }
+                (previous, i) = ("x", i + 1)
+                continue
+            }
+            switch c {
+            case "[": inClass = true
+            case "^" where i != 0: return "'^' may only start a regular expression"
+            case "$" where i != chars.count - 1: return "'$' may only end a regular expression"
+            case "|":
+                let after = i + 1 < chars.count ? chars[i + 1] : nil
+                if previous == nil || previous == "(" || previous == "|" || after == nil || after == ")" || after == "|" {
+                    return "A regular expression may not have an empty alternative"
+                }
+            default: break
+            }
+            (previous, i) = (c, i + 1)
+        }
+        return nil
     }
 
     private mutating func name() throws(RulesError) -> String {

@@ -119,6 +119,21 @@ final class RealtimeRulesTests: XCTestCase {
         XCTAssertFalse(allowed(#"{"a":{"y":1}}"#))
     }
 
+    /// Regex literals as the Realtime Database takes them (B4): anchors only at the ends, no
+    /// empty alternative; escaped and bracketed characters are literals.
+    func testRegexLiteralsFollowTheDatabasesRestrictions() {
+        func loads(_ regex: String) -> Bool {
+            (try? RealtimeRuleset.parse(#"{"rules": {".read": "auth.uid.matches(\#(regex))"}}"#)) != nil
+        }
+        XCTAssertTrue(loads("/^a(b|c)*$/i"))
+        XCTAssertTrue(loads(#"/a\\$b[$^|]/"#))  // an escaped $, and ^ $ | inside a class
+        XCTAssertFalse(loads("/a^b/"))
+        XCTAssertFalse(loads("/a$b/"))
+        XCTAssertFalse(loads("/(a||b)/"))
+        XCTAssertFalse(loads("/|a/"))
+        XCTAssertFalse(loads("/(|a)/"))
+    }
+
     func testBadRulesFilesAreIssues() {
         XCTAssertThrowsError(try RealtimeRuleset.parse("{\"rules\": {\n  \".read\": tru\n}}")) { error in
             XCTAssertEqual((error as? RulesIssue)?.position.line, 2)
