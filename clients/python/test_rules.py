@@ -589,3 +589,41 @@ def test_the_dry_run_judges_test_cases_with_mocked_reads(server, chat):
     assert r.status_code == 200 and r.json()["issues"] and r.json()["testResults"] == []
     r = requests.post(f"{server}/emulator/v1/projects/{chat}:test", json={"testSuite": {"testCases": [{"expectation": "MAYBE"}]}}, timeout=10)
     assert r.status_code == 400 and r.json()["error"]["status"] == "INVALID_ARGUMENT"
+
+
+def test_a_tree_write_the_rules_reject_when_it_syncs_is_reverted_for_the_clients_listeners(server, presence):
+    cid = "t-" + uuid.uuid4().hex[:8]
+    url = f"{server}/clients/{cid}"
+    assert requests.put(url, json={"namespace": presence}, timeout=10).status_code == 200
+    assert requests.put(f"{url}/auth", json={"uid": "alice"}, timeout=10).status_code == 200
+    good = {"state": "online", "lastChanged": 1}
+    requests.put(f"{server}/status/alice.json", params={"ns": presence}, json=good, headers=OWNER, timeout=10)
+    with SSEStream(f"{url}/status/alice.json") as stream:
+        def sync():
+            token = uuid.uuid4().hex
+            requests.post(f"{url}/gates:sync", json={"token": token}, timeout=10)
+            events, _ = stream.read_until(lambda e: e.event == "sync" and e.json()["token"] == token, timeout=10)
+            return [(e.event, e.json().get("key"), e.json().get("value")) for e in events if not e.is_comment]
+        sync()
+        requests.put(f"{url}/gates", json={"holdWrites": True}, timeout=10)
+        r = requests.put(f"{url}/status/alice/state.json", json="away", timeout=10)  # the rules allow only online|offline
+        write_id = r.headers["Firegate-Write-Id"]
+        assert ("child_changed", "state", "away") in sync()
+        released = requests.post(f"{url}/gates:releaseWrite", json={"count": 1}, timeout=10).json()["released"]
+        assert [(w["id"], w["state"]) for w in released] == [(write_id, "rejected")]
+        assert released[0]["error"]["status"] == "PERMISSION_DENIED"
+        reverted = sync()
+        assert ("child_changed", "state", "online") in reverted and ("value", "alice", good) in reverted
+    assert requests.get(f"{server}/status/alice.json", params={"ns": presence}, headers=OWNER, timeout=10).json() == good
+
+
+def test_an_edge_listen_the_rules_refuse_ends_its_listeners_with_the_error(server, chat):
+    cid = "c-" + uuid.uuid4().hex[:8]
+    url = f"{server}/clients/{cid}"
+    requests.put(url, json={"project": chat}, timeout=10)
+    requests.put(f"{url}/auth", json={"uid": "bob"}, timeout=10)
+    query = json.dumps({"from": [{"collectionId": "rooms"}]})  # list needs a members filter the rule can see
+    with SSEStream(f"{url}/v1/projects/{chat}/databases/{DB}/documents:listen", params={"query": query}) as stream:
+        _, error = stream.read_until(lambda e: e.event == "error", timeout=10)
+        assert error.json()["error"]["status"] == "PERMISSION_DENIED"
+        assert error.json()["error"]["message"].startswith("\n")
