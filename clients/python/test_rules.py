@@ -627,3 +627,22 @@ def test_an_edge_listen_the_rules_refuse_ends_its_listeners_with_the_error(serve
         _, error = stream.read_until(lambda e: e.event == "error", timeout=10)
         assert error.json()["error"]["status"] == "PERMISSION_DENIED"
         assert error.json()["error"]["message"].startswith("\n")
+
+
+def test_transactions_are_judged_as_their_reads_and_their_commit(server, chat):
+    base = docs(server, chat)
+    name = f"projects/{chat}/databases/{DB}/documents"
+    requests.patch(f"{base}/rooms/t", json=fields(name="t", members=["alice"]), headers=OWNER, timeout=10)
+    for user, status in (("alice", 200), ("bob", 403)):
+        tx = requests.post(f"{base}:beginTransaction", json={}, headers=as_user(user), timeout=10).json()["transaction"]
+        r = requests.post(f"{base}:batchGet", json={"documents": [f"{name}/rooms/t"], "transaction": tx}, headers=as_user(user), timeout=10)
+        assert r.status_code == status, r.text
+    tx = requests.post(f"{base}:beginTransaction", json={}, headers=as_user("alice"), timeout=10).json()["transaction"]
+    forged = {"update": {"name": f"{name}/rooms/t/messages/m", **fields(author="bob", text="x")}}
+    r = requests.post(f"{base}:commit", json={"writes": [forged], "transaction": tx}, headers=as_user("alice"), timeout=10)
+    assert r.status_code == 403 and r.json()["error"]["status"] == "PERMISSION_DENIED"
+    assert requests.get(f"{base}/rooms/t/messages/m", headers=OWNER, timeout=10).status_code == 404
+    tx = requests.post(f"{base}:beginTransaction", json={}, headers=as_user("alice"), timeout=10).json()["transaction"]
+    mine = {"update": {"name": f"{name}/rooms/t/messages/m", **fields(author="alice", text="x")}}
+    r = requests.post(f"{base}:commit", json={"writes": [mine], "transaction": tx}, headers=as_user("alice"), timeout=10)
+    assert r.status_code == 200, r.text
