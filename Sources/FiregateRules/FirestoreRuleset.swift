@@ -1,10 +1,17 @@
 /// A parsed Firestore ruleset: `rules_version`, one `service cloud.firestore` and its matches,
 /// functions and allows, each with its source position.
-public struct FirestoreRuleset: Sendable {
+/// A class: every decision kept refers to the ruleset it was made with, by one reference.
+public final class FirestoreRuleset: Sendable {
     /// 1 or 2 (`rules_version = '2'`); decides what `{x=**}` matches.
     public let version: Int
     public let root: MatchBlock
     public let source: String
+
+    init(version: Int, root: MatchBlock, source: String) {
+        self.version = version
+        self.root = root
+        self.source = source
+    }
 }
 
 /// A `match` block (the service body is the root, with no pattern).

@@ -198,7 +198,13 @@ struct CommitRulesReader: RulesDocumentReader {
 extension SecurityRules {
     /// The judge of `caller`'s requests to `database`, or nil when they are not judged.
     public func documentJudge(_ database: DatabaseID, caller: RulesCaller) -> DocumentRulesJudge? {
-        guard isActive, caller.identity != .admin, let release = firestore(project: database.project) else { return nil }
+        guard isActive, let release = firestore(project: database.project) else { return nil }
+        return documentJudge(database, caller: caller, release: release)
+    }
+
+    /// The judge under `release` (the project's rules, looked up already).
+    public func documentJudge(_ database: DatabaseID, caller: RulesCaller, release: FirestoreRelease) -> DocumentRulesJudge? {
+        guard caller.identity != .admin else { return nil }
         return DocumentRulesJudge(release: release, database: database, caller: caller, log: decisions, clock: clock)
     }
 }

@@ -9,20 +9,28 @@ import Synchronization
 /// Loads replace a ruleset whole; a ruleset with errors changes nothing.
 public final class SecurityRules: Sendable {
     /// A Firestore ruleset as loaded: its file, the compiled rules and the issues found.
-    public struct FirestoreRelease: Sendable {
+    public final class FirestoreRelease: Sendable {
         public let fileName: String
         public let ruleset: FirestoreRuleset
         public let issues: [RulesIssue]
         public let loadedAt: Timestamp
         /// What its expressions evaluated to, since it was loaded.
         public let coverage = RulesCoverage()
+
+        init(fileName: String, ruleset: FirestoreRuleset, issues: [RulesIssue], loadedAt: Timestamp) {
+            (self.fileName, self.ruleset, self.issues, self.loadedAt) = (fileName, ruleset, issues, loadedAt)
+        }
     }
 
     /// A Realtime Database ruleset as loaded.
-    public struct RealtimeRelease: Sendable {
+    public final class RealtimeRelease: Sendable {
         public let ruleset: RealtimeRuleset
         public let loadedAt: Timestamp
         public let coverage = RealtimeRulesCoverage()
+
+        init(ruleset: RealtimeRuleset, loadedAt: Timestamp) {
+            (self.ruleset, self.loadedAt) = (ruleset, loadedAt)
+        }
     }
 
     struct State {
@@ -167,8 +175,11 @@ extension SecurityRules {
 
     /// The token of an `Authorization: Bearer …` header.
     public static func bearerToken(_ authorization: String?) -> String? {
-        guard let authorization, authorization.lowercased().hasPrefix("bearer ") else { return nil }
-        var token = authorization.utf8.dropFirst("bearer ".count)
+        guard let authorization else { return nil }
+        // "Bearer " in any case, compared without lowercasing the whole header.
+        let scheme = authorization.utf8.prefix(7)
+        guard scheme.count == 7, zip(scheme, "bearer ".utf8).allSatisfy({ $0 | 0x20 == $1 }) else { return nil }
+        var token = authorization.utf8.dropFirst(7)
         while token.first == UInt8(ascii: " ") { token = token.dropFirst() }
         while token.last == UInt8(ascii: " ") { token = token.dropLast() }
         return String(Substring(token))

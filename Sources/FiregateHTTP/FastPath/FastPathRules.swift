@@ -11,10 +11,10 @@ struct FastPathRules: Sendable {
     /// How a request to `database` is judged: nil when it is not (no rules for its project, or
     /// the admin), else the judge, or the 401 for a token that names no one.
     func judge(_ database: DatabaseID, authorization: String?) -> Result<DocumentRulesJudge, FiregateError>? {
-        guard rules.judgesFirestore(project: database.project) else { return nil }
+        guard rules.isActive, let release = rules.firestore(project: database.project) else { return nil }
         do {
             let caller = try rules.caller(token: SecurityRules.bearerToken(authorization), judged: true, surface: "rest")
-            return rules.documentJudge(database, caller: caller).map { .success($0) }
+            return rules.documentJudge(database, caller: caller, release: release).map { .success($0) }
         } catch {
             return .failure(error)
         }
