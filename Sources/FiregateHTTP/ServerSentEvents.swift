@@ -2,6 +2,7 @@ import FiregateModel
 import Hummingbird
 import HTTPTypes
 import NIOCore
+import ServiceLifecycle
 
 /// Server-Sent Events framing shared by every streaming surface.
 enum ServerSentEvents {
@@ -33,4 +34,23 @@ enum ServerSentEvents {
 
     /// A comment line, ignored by clients, that keeps proxies and clients from timing out.
     static let keepAlive = ByteBuffer(string: ": keep-alive\n\n")
+
+    /// Writes `frames` (events and keep-alives merged into one sequence) until they end, the
+    /// client goes away or the server shuts down (`onShutdown` then says so and ends them).
+    static func write(_ frames: AsyncStream<ByteBuffer>, to writer: inout any ResponseBodyWriter, request: Request,
+                      onShutdown: @escaping @Sendable () -> Void) async {
+        await InboundClose.cancelling(request) {
+            do {
+                try await withGracefulShutdownHandler {
+                    try await writer.write(ServerSentEvents.keepAlive)
+                    for await frame in frames { try await writer.write(frame) }
+                } onGracefulShutdown: {
+                    onShutdown()
+                }
+                try await writer.finish(nil)
+            } catch {
+                // The client went away.
+            }
+        }
+    }
 }

@@ -59,18 +59,6 @@ public final class DocumentDatabase: Sendable {
         }
     }
 
-    /// The document as rules read it (`resource`: data, id, name), cached per version; nil when
-    /// there is none.
-    public func rulesResource(_ path: ResourcePath) -> RulesValue? {
-        state.withLock { state in
-            guard let entry = state.documents[path] else { return nil }
-            if let resource = entry.rulesResource { return resource }
-            let resource = RulesValue.resource(entry.document, database: id)
-            state.documents[path]?.rulesResource = resource
-            return resource
-        }
-    }
-
     /// Reads one document under a consistency selector.
     public func get(_ path: ResourcePath, consistency: ReadConsistency = .latest) throws(FiregateError) -> ReadResult<Document?> {
         try batchGet([path], consistency: consistency).map { $0[0].1 }

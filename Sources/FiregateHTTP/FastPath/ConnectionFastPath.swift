@@ -30,16 +30,6 @@ final class ConnectionFastPath: ChannelDuplexHandler, RemovableChannelHandler {
     typealias OutboundIn = ByteBuffer
     typealias OutboundOut = ByteBuffer
 
-    /// What the fast path answers with.
-    struct Answer: Sendable {
-        var status: HTTPResponse.Status
-        var body: [UInt8]
-        var surface: Surface
-        var method = "GET"
-        /// The rules decisions it answers (`Firegate-Rules-Decision`).
-        var decision: String?
-    }
-
     private let backend: Backend
     private let rules: FastPathRules
     private let documents: DocumentRoutes
@@ -144,7 +134,7 @@ final class ConnectionFastPath: ChannelDuplexHandler, RemovableChannelHandler {
                 return
             } else if !judging, request.acceptsEventStream, let location = treeLocation(target, query: query) {
                 // The request stays at the front of the input until the subscription exists.
-                subscribeTree(location, identity: identity(request.authorization), length: request.length, path: target, started: started, context: context)
+                subscribeTree(location, identity: rules.identity(request.authorization), length: request.length, path: target, started: started, context: context)
                 return
             } else if let answer = documentAnswer(target, query: query, request) {
                 buffer.moveReaderIndex(forwardBy: request.length)
@@ -285,7 +275,7 @@ final class ConnectionFastPath: ChannelDuplexHandler, RemovableChannelHandler {
         var stream = DocumentListenStream(database: database, path: parsed.path, options: documents.listenOptions, ticker: documents.ticker,
                                           frames: documents.frames, resumeAfter: request.lastEventID.flatMap { database.sequence(fromResumeToken: $0) },
                                           resuming: request.resumes)
-        stream.access = ListenAccess(rules: backend.rules, caller: RulesCaller(identity: identity(request.authorization), surface: "sse"))
+        stream.access = ListenAccess(rules: backend.rules, caller: RulesCaller(identity: rules.identity(request.authorization), surface: "sse"))
         return stream
     }
 
@@ -371,11 +361,6 @@ final class ConnectionFastPath: ChannelDuplexHandler, RemovableChannelHandler {
     }
 
     // MARK: Tree
-
-    /// Who an `Authorization` header names (the admin token too), for judging a stream later.
-    private func identity(_ authorization: String?) -> CallIdentity {
-        (try? backend.rules.caller(token: SecurityRules.bearerToken(authorization), judged: false, surface: "sse").identity) ?? .unauthenticated
-    }
 
     /// The namespace and location of a bare tree GET, nil for anything else.
     private func treeLocation(_ target: String, query: String?) -> (namespace: String, path: TreePath)? {

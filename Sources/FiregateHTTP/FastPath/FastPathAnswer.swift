@@ -2,6 +2,18 @@ import HTTPTypes
 import NIOCore
 import NIOHTTP1
 
+extension ConnectionFastPath {
+    /// What the fast path answers with.
+    struct Answer: Sendable {
+        var status: HTTPResponse.Status
+        var body: [UInt8]
+        var surface: Surface
+        var method = "GET"
+        /// The rules decisions it answers (`Firegate-Rules-Decision`).
+        var decision: String?
+    }
+}
+
 extension ConnectionFastPath.Answer {
     /// The whole response: the head the full path would send for this answer, then the body.
     func encoded(gzipped: Bool, date: String, allocator: ByteBufferAllocator) -> ByteBuffer {

@@ -20,6 +20,11 @@ struct FastPathRules: Sendable {
         }
     }
 
+    /// Who an `Authorization` header names (the admin token too), for judging a stream later.
+    func identity(_ authorization: String?) -> CallIdentity {
+        (try? rules.caller(token: SecurityRules.bearerToken(authorization), judged: false, surface: "sse").identity) ?? .unauthenticated
+    }
+
     /// A judged GET: the denial, the 404, or the document's cached encoding.
     func get(_ database: DocumentDatabase, _ path: ResourcePath, _ verdict: Result<DocumentRulesJudge, FiregateError>) -> ConnectionFastPath.Answer {
         let judge: DocumentRulesJudge

@@ -3,7 +3,6 @@ import FiregateModel
 import HTTPTypes
 import Hummingbird
 import NIOCore
-import ServiceLifecycle
 
 /// `GET /emulator/v1/events`: the operations log as Server-Sent Events (`event: operation`,
 /// `id: <seq>`), for the dashboard and for tests that wait on what the server did.
@@ -36,19 +35,9 @@ enum OperationsEventStream {
                 forward.cancel()
                 subscription.finish()
             }
-            await InboundClose.cancelling(request) {
-                do {
-                    try await withGracefulShutdownHandler {
-                        try await writer.write(ServerSentEvents.keepAlive)
-                        for await frame in frames { try await writer.write(frame) }
-                    } onGracefulShutdown: {
-                        output.yield(ServerSentEvents.frame(event: "error", json: JSON.errorBody(FiregateError(.unavailable, "The server is shutting down."))))
-                        subscription.finish()
-                    }
-                    try await writer.finish(nil)
-                } catch {
-                    // The client went away.
-                }
+            await ServerSentEvents.write(frames, to: &writer, request: request) {
+                output.yield(ServerSentEvents.frame(event: "error", json: JSON.errorBody(FiregateError(.unavailable, "The server is shutting down."))))
+                subscription.finish()
             }
         })
     }

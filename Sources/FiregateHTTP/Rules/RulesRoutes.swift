@@ -3,7 +3,6 @@ import FiregateModel
 import FiregateRules
 import Hummingbird
 import NIOCore
-import ServiceLifecycle
 
 /// Loading rules and reading decisions, at the emulators' URLs (DESIGN §1.7, reference/
 /// security-rules.md C1): `/emulator/v1/projects/{p}:securityRules` (Firestore),
@@ -151,19 +150,7 @@ struct RulesRoutes: Sendable {
                 ticker.unregister(keepAlive)
                 forward.cancel()
             }
-            await InboundClose.cancelling(request) {
-                do {
-                    try await withGracefulShutdownHandler {
-                        try await writer.write(ServerSentEvents.keepAlive)
-                        for await frame in frames { try await writer.write(frame) }
-                    } onGracefulShutdown: {
-                        forward.cancel()
-                    }
-                    try await writer.finish(nil)
-                } catch {
-                    // The client went away.
-                }
-            }
+            await ServerSentEvents.write(frames, to: &writer, request: request) { forward.cancel() }
         })
     }
 }
