@@ -131,3 +131,18 @@ public struct RealtimeRuleset: Sendable {
         return String(decoding: bytes, as: UTF8.self)
     }
 }
+
+extension RealtimeRuleset {
+    /// The SDK's warning when a query orders by a child (or by value) that `.indexOn` at the
+    /// queried location does not name, as the database says it (B2); nil when indexed, or when
+    /// the order needs no index (key, priority).
+    public func missingIndexWarning(at path: [String], orderBy: String?) -> String? {
+        guard let orderBy else { return nil }
+        var node: Node? = root
+        for key in path { node = node?.child(key)?.0 }
+        if let indexed = node?.indexOn, indexed.contains(orderBy) { return nil }
+        let location = "/" + path.joined(separator: "/")
+        return "Using an unspecified index. Your data will be downloaded and filtered on the client. Consider adding "
+            + "\".indexOn\": \"\(orderBy)\" at \(location) to your security rules for better performance."
+    }
+}

@@ -134,6 +134,16 @@ final class RealtimeRulesTests: XCTestCase {
         XCTAssertFalse(loads("/(|a)/"))
     }
 
+    /// `.indexOn` at the queried location: a query ordered by another child gets the SDK's warning.
+    func testAnOrderByAChildNotIndexedIsWarnedAbout() throws {
+        let ruleset = try RealtimeRuleset.parse(#"{"rules": {"scores": {".indexOn": ["score"], "$uid": {}}}}"#)
+        XCTAssertNil(ruleset.missingIndexWarning(at: ["scores"], orderBy: "score"))
+        XCTAssertNil(ruleset.missingIndexWarning(at: ["scores"], orderBy: nil))
+        let warning = try XCTUnwrap(ruleset.missingIndexWarning(at: ["scores"], orderBy: "name"))
+        XCTAssertTrue(warning.contains(#"".indexOn": "name" at /scores"#), warning)
+        XCTAssertNotNil(ruleset.missingIndexWarning(at: ["other"], orderBy: "score"))
+    }
+
     func testBadRulesFilesAreIssues() {
         XCTAssertThrowsError(try RealtimeRuleset.parse("{\"rules\": {\n  \".read\": tru\n}}")) { error in
             XCTAssertEqual((error as? RulesIssue)?.position.line, 2)

@@ -27,6 +27,8 @@ public final class SecurityRules: Sendable {
         public let ruleset: RealtimeRuleset
         public let loadedAt: Timestamp
         public let coverage = RealtimeRulesCoverage()
+        /// Unindexed queries already warned about (location and order).
+        let warned = Mutex<Set<String>>([])
 
         init(ruleset: RealtimeRuleset, loadedAt: Timestamp) {
             (self.ruleset, self.loadedAt) = (ruleset, loadedAt)

@@ -1,4 +1,5 @@
 import FiregateModel
+import Logging
 import OrderedCollections
 import FiregateRules
 import Synchronization
@@ -29,6 +30,7 @@ public final class TreeRulesJudge: TreeWriteJudge, Sendable {
         let context = RealtimeRulesContext(data: TreeRulesData(before: root, after: root), claims: caller.claims,
                                            nowMillis: Double(clock.nowMicros() / 1000), query: TreeRulesJudge.queryFields(query))
         let decision = release.ruleset.read(path.keys, context)
+        warnIfUnindexed(path, query)
         return finish([.init(method: "read", path: path.description, decision)])
     }
 
@@ -47,6 +49,22 @@ public final class TreeRulesJudge: TreeWriteJudge, Sendable {
         }
         guard finish(evaluations) else { throw TreeRulesJudge.denied }
     }
+
+    /// A query ordered by a child (or by value) that `.indexOn` does not name works, as in the
+    /// emulator, and is logged with the SDK's warning, once per location and order.
+    private func warnIfUnindexed(_ path: TreePath, _ query: TreeQuery?) {
+        let orderBy: String?
+        switch query?.index {
+        case .child(let child)?: orderBy = child.joined
+        case .value?: orderBy = ".value"
+        default: orderBy = nil
+        }
+        guard let warning = release.ruleset.missingIndexWarning(at: path.keys, orderBy: orderBy),
+              release.warned.withLock({ $0.insert(path.description + "|" + (orderBy ?? "")).inserted }) else { return }
+        TreeRulesJudge.logger.warning("\(warning)", metadata: ["namespace": .string(namespace)])
+    }
+
+    static let logger = Logger(label: "firegate.rules")
 
     /// RTDB's denial: REST answers 401 `{"error":"Permission denied"}` (B8).
     public static let denied = FiregateError(.permissionDenied, "Permission denied", httpStatus: 401)
