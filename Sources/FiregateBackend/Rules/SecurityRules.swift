@@ -69,11 +69,6 @@ public final class SecurityRules: Sendable {
     /// (open listens and streams lose what they may no longer read).
     public var generation: UInt64 { changes.load(ordering: .acquiring) }
 
-    /// Whether the project's document requests are judged at all.
-    public func judgesFirestore(project: String) -> Bool {
-        isActive && firestore(project: project) != nil
-    }
-
     public func firestore(project: String) -> FirestoreRelease? {
         state.withLock { $0.firestore[project] ?? $0.startupFirestore }
     }

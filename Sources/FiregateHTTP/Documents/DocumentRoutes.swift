@@ -22,12 +22,18 @@ struct DocumentRoutes: Sendable {
         var response: Response
         do {
             let target = try DocumentRequestPath.parse(request.uri.path)
+            // The caller is read only when rules judge the request, or for a listen (judged again
+            // if rules are loaded later).
             let rules = backend.rules
-            let caller = try rules.caller(token: SecurityRules.bearerToken(request.headers[.authorization]),
-                                          judged: rules.judgesFirestore(project: target.database.project),
-                                          surface: target.verb == "listen" ? "sse" : "rest")
-            judge = rules.documentJudge(target.database, caller: caller)
-            response = try await dispatch(target, request, judge, access: ListenAccess(rules: rules, caller: caller))
+            let release = rules.isActive ? rules.firestore(project: target.database.project) : nil
+            var access: ListenAccess?
+            if release != nil || target.verb == "listen" {
+                let caller = try rules.caller(token: SecurityRules.bearerToken(request.headers[.authorization]), judged: release != nil,
+                                              surface: target.verb == "listen" ? "sse" : "rest")
+                judge = release.flatMap { rules.documentJudge(target.database, caller: caller, release: $0) }
+                access = ListenAccess(rules: rules, caller: caller)
+            }
+            response = try await dispatch(target, request, judge, access: access)
         } catch {
             response = ErrorResponse.firestore(error)
         }
