@@ -40,7 +40,10 @@ public struct FirestoreRulesDecision: Sendable {
         public let result: String
         public let granted: Bool
         /// Wildcard bindings of the match the allow sits in.
-        public let bindings: [String: String]
+        let boundValues: [String: RulesValue]
+
+        /// The bindings as the trace shows them (made when asked: most decisions are never read).
+        public var bindings: [String: String] { boundValues.mapValues(RulesLibrary.stringForm) }
     }
 
     public let allowed: Bool
@@ -70,8 +73,10 @@ extension FirestoreRuleset {
         evaluator.recordsVisits = recordsVisits
         var outcomes: [FirestoreRulesDecision.Outcome] = []
         let base = RulesEvaluator.Scope(variables: ["request": request.value, "resource": request.resource])
-        for (block, bindings, functions) in completeMatches(of: request.path) {
-            let scope = base.adding(bindings, functions: functions)
+        for (block, bindings) in completeMatches(of: request.path) {
+            var scope = base
+            scope.variables.merge(bindings) { _, new in new }
+            scope.functions = block.functionScope
             for allow in block.allows where allow.methods.contains(request.method) {
                 let result: String, granted: Bool
                 if let condition = allow.condition {
@@ -83,8 +88,7 @@ extension FirestoreRuleset {
                 } else {
                     (result, granted) = ("true", true)
                 }
-                outcomes.append(.init(line: allow.position.line, result: result, granted: granted,
-                                      bindings: bindings.mapValues(RulesLibrary.stringForm)))
+                outcomes.append(.init(line: allow.position.line, result: result, granted: granted, boundValues: bindings))
             }
         }
         return FirestoreRulesDecision(allowed: outcomes.contains { $0.granted }, method: request.method, outcomes: outcomes,
@@ -100,27 +104,27 @@ extension FirestoreRuleset {
         return "evaluation error at L\(error.position.line):\(error.position.column)"
     }
 
-    /// The blocks whose whole pattern chain matches `path`, with their bindings and the functions
-    /// in scope (inner ones shadow outer ones).
-    func completeMatches(of path: [String]) -> [(MatchBlock, [String: RulesValue], [RulesFunction])] {
-        var found: [(MatchBlock, [String: RulesValue], [RulesFunction])] = []
-        func walk(_ block: MatchBlock, _ rest: ArraySlice<String>, _ bindings: [String: RulesValue], _ functions: [RulesFunction]) {
-            let visible = functions + block.functions
+    /// The blocks whose whole pattern chain matches `path`, with their bindings (each block
+    /// carries the functions in its scope).
+    func completeMatches(of path: [String]) -> [(MatchBlock, [String: RulesValue])] {
+        var found: [(MatchBlock, [String: RulesValue])] = []
+        func walk(_ block: MatchBlock, _ rest: ArraySlice<String>, _ bindings: [String: RulesValue]) {
             for child in block.matches {
                 for (consumed, more) in matches(child.pattern[...], rest) {
-                    let merged = bindings.merging(more) { _, new in new }
-                    if consumed == rest.count { found.append((child, merged, visible + child.functions)) }
+                    let merged = more.isEmpty ? bindings : bindings.merging(more) { _, new in new }
+                    if consumed == rest.count { found.append((child, merged)) }
                     // Nested matches continue from here (a `{x=**}` in v2 may match nothing).
-                    walk(child, rest.dropFirst(consumed), merged, visible)
+                    walk(child, rest.dropFirst(consumed), merged)
                 }
             }
         }
-        walk(root, path[...], [:], [])
+        walk(root, path[...], [:])
         return found
     }
 
     /// Every way `pattern` matches a prefix of `segments`: how many segments, and the bindings.
     func matches(_ pattern: ArraySlice<MatchSegment>, _ segments: ArraySlice<String>) -> [(Int, [String: RulesValue])] {
+        if let fixed = fixedMatch(pattern, segments) { return fixed }
         guard let first = pattern.first else { return [(0, [:])] }
         let rest = pattern.dropFirst()
         switch first {
@@ -141,5 +145,25 @@ extension FirestoreRuleset {
                 }
             }
         }
+    }
+
+    /// A pattern without `**` matches at most one way: segment by segment, without recursion
+    /// (the common case, on every request). Nil when the pattern has a recursive wildcard.
+    private func fixedMatch(_ pattern: ArraySlice<MatchSegment>, _ segments: ArraySlice<String>) -> [(Int, [String: RulesValue])]? {
+        var bindings: [String: RulesValue] = [:]
+        var segment = segments.startIndex
+        for part in pattern {
+            switch part {
+            case .recursive: return nil
+            case .literal(let text):
+                guard segment < segments.endIndex, segments[segment] == text else { return [] }
+            case .variable(let name):
+                guard segment < segments.endIndex, segments[segment] != FirestoreRulesQuery.anyPath else { return [] }
+                // A list's "any document" matches a wildcard but binds nothing a rule could read.
+                if segments[segment] != FirestoreRulesQuery.anyDocument { bindings[name] = .string(segments[segment]) }
+            }
+            segment += 1
+        }
+        return [(pattern.count, bindings)]
     }
 }

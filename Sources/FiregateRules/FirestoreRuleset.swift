@@ -9,7 +9,7 @@ public final class FirestoreRuleset: Sendable {
 
     init(version: Int, root: MatchBlock, source: String) {
         self.version = version
-        self.root = root
+        self.root = root.scoped(within: [:])
         self.source = source
     }
 }
@@ -21,6 +21,19 @@ public struct MatchBlock: Sendable {
     public let functions: [RulesFunction]
     public let matches: [MatchBlock]
     public let position: RulesPosition
+    /// The functions its rules can call (its own and its ancestors', inner ones shadowing outer
+    /// ones), by name: made once when the ruleset is built, not per request.
+    var functionScope: [String: RulesFunction] = [:]
+
+    /// This block and its matches with their function scopes, inside a block whose scope is `outer`.
+    func scoped(within outer: [String: RulesFunction]) -> MatchBlock {
+        var scope = outer
+        for function in functions { scope[function.name] = function }
+        var block = MatchBlock(pattern: pattern, allows: allows, functions: functions,
+                               matches: matches.map { $0.scoped(within: scope) }, position: position)
+        block.functionScope = scope
+        return block
+    }
 }
 
 /// The methods of a request, and the groups `allow` may name.

@@ -18,7 +18,7 @@ extension RealtimeRulesData {
 
 /// A value of a Realtime Database rule: JSON-like primitives, objects (`auth`, `query`), and
 /// snapshots of the tree.
-indirect enum RealtimeRulesValue: Equatable {
+enum RealtimeRulesValue: Equatable {
     case null
     case bool(Bool)
     case number(Double)

@@ -19,25 +19,23 @@ public final class RulesCoverage: Sendable {
         case others
     }
 
-    struct Key: Hashable {
-        let position: RulesPosition
-        var outcome: Outcome
+    /// The outcomes counted at one expression (a source position).
+    struct Expression {
+        let column: Int
+        var outcomes: [Outcome] = []
+        var counts: [Int] = []
     }
 
-    struct Counts {
-        var byKey: [Key: Int] = [:]
-        /// Distinct outcomes per position, for the cap.
-        var distinct: [RulesPosition: Int] = [:]
-    }
-
-    private let counts = Mutex(Counts())
+    /// Expressions by line, then found by column: recording a visit compares a few values and
+    /// hashes nothing (hashing each visited value cost more than judging the request).
+    private let lines = Mutex<[[Expression]]>([])
 
     public init() {}
 
-    /// Counts each visited subexpression's value (hashing only: the report renders them).
+    /// Counts each visited subexpression's value (the report renders them).
     public func record(_ visits: [RulesVisit]) {
         guard !visits.isEmpty else { return }
-        counts.withLock { counts in
+        lines.withLock { lines in
             for visit in visits {
                 let outcome: Outcome
                 switch visit.result {
@@ -48,17 +46,23 @@ public final class RulesCoverage: Sendable {
                     }
                 case .failure(let error): outcome = .error(error.message)
                 }
-                var key = Key(position: visit.position, outcome: outcome)
-                if let seen = counts.byKey[key] {
-                    counts.byKey[key] = seen + 1
+                let line = visit.position.line, column = visit.position.column
+                if line >= lines.count { lines.append(contentsOf: repeatElement([], count: line - lines.count + 1)) }
+                guard let slot = lines[line].firstIndex(where: { $0.column == column }) else {
+                    lines[line].append(Expression(column: column, outcomes: [outcome], counts: [1]))
                     continue
                 }
-                if counts.distinct[visit.position, default: 0] >= RulesCoverage.valuesPerExpression {
-                    key.outcome = .others
+                if let seen = lines[line][slot].outcomes.firstIndex(of: outcome) {
+                    lines[line][slot].counts[seen] += 1
+                } else if lines[line][slot].outcomes.count < RulesCoverage.valuesPerExpression {
+                    lines[line][slot].outcomes.append(outcome)
+                    lines[line][slot].counts.append(1)
+                } else if let others = lines[line][slot].outcomes.firstIndex(of: .others) {
+                    lines[line][slot].counts[others] += 1
                 } else {
-                    counts.distinct[visit.position, default: 0] += 1
+                    lines[line][slot].outcomes.append(.others)
+                    lines[line][slot].counts.append(1)
                 }
-                counts.byKey[key, default: 0] += 1
             }
         }
     }
@@ -100,7 +104,12 @@ public final class RulesCoverage: Sendable {
 
     private var byPosition: [RulesPosition: [Outcome: Int]] {
         var grouped: [RulesPosition: [Outcome: Int]] = [:]
-        for (key, count) in counts.withLock({ $0.byKey }) { grouped[key.position, default: [:]][key.outcome, default: 0] += count }
+        for (line, expressions) in lines.withLock({ $0 }).enumerated() {
+            for expression in expressions {
+                grouped[RulesPosition(line: line, column: expression.column)] =
+                    Dictionary(zip(expression.outcomes, expression.counts), uniquingKeysWith: +)
+            }
+        }
         return grouped
     }
 

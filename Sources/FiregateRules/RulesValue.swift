@@ -1,6 +1,8 @@
 /// A value of the rules language (reference/security-rules.md A5): what expressions compute and
 /// what documents and requests become.
-public indirect enum RulesValue: Sendable {
+/// Only the rare cases are boxed: a whole-enum `indirect` allocated a box for every bool and
+/// string an evaluation produced.
+public enum RulesValue: Sendable {
     case null
     case bool(Bool)
     case int(Int64)
@@ -17,10 +19,10 @@ public indirect enum RulesValue: Sendable {
     case duration(seconds: Int64, nanos: Int32)
     case latlng(latitude: Double, longitude: Double)
     /// `a.diff(b)`: each key's status.
-    case mapDiff(added: [String], removed: [String], changed: [String], unchanged: [String])
+    indirect case mapDiff(added: [String], removed: [String], changed: [String], unchanged: [String])
     /// What a query's range filters prove of a field (`list` rules): comparisons with it hold
     /// only when the bounds prove them (`FirestoreRulesQuery`).
-    case bound(lower: RulesValue?, lowerInclusive: Bool, upper: RulesValue?, upperInclusive: Bool)
+    indirect case bound(lower: RulesValue?, lowerInclusive: Bool, upper: RulesValue?, upperInclusive: Bool)
 
     /// The type name `is` tests and messages use.
     public var typeName: String {

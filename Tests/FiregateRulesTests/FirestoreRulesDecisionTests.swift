@@ -1,4 +1,5 @@
 @testable import FiregateRules
+import FiregateModel
 import XCTest
 
 /// Expressions and whole decisions: CEL error semantics, the library, matching with wildcards,
@@ -207,5 +208,60 @@ final class FirestoreRulesDecisionTests: XCTestCase {
         let recursion = rules.decide(FirestoreRulesRequest(method: .list, path: base + ["open", "x"], time: time), reader: nil)
         XCTAssertFalse(recursion.allowed)
         XCTAssertTrue(recursion.message.contains("evaluation error"), recursion.message)
+    }
+
+    func testInnerFunctionsShadowOuterOnesOnlyWithinTheirMatch() throws {
+        let rules = try ruleset("""
+        rules_version = '2';
+        service cloud.firestore {
+          match /databases/{db}/documents {
+            function open() { return false; }
+            match /a/{x} {
+              function open() { return x == 'yes'; }
+              allow get: if open();
+              match /b/{y} { allow get: if open() && y == 'z'; }
+            }
+            match /c/{z} { allow get: if open(); }
+          }
+        }
+        """)
+        func allowed(_ tail: String) -> Bool {
+            rules.decide(FirestoreRulesRequest(method: .get, path: ["databases", "(default)", "documents"] + tail.split(separator: "/").map(String.init),
+                                               time: time), reader: nil).allowed
+        }
+        XCTAssertTrue(allowed("a/yes"))
+        XCTAssertFalse(allowed("a/no"))
+        XCTAssertTrue(allowed("a/yes/b/z"), "a nested match sees its parent's function")
+        XCTAssertFalse(allowed("a/yes/b/w"))
+        XCTAssertFalse(allowed("c/yes"), "a sibling match sees the outer function")
+    }
+
+    func testCoverageCountsEachValueAndCapsDistinctOnesPerExpression() throws {
+        let rules = try ruleset("""
+        rules_version = '2';
+        service cloud.firestore {
+          match /databases/{db}/documents/items/{id} {
+            allow get: if id.size() > 2 && request.auth.uid == id;
+          }
+        }
+        """)
+        let coverage = RulesCoverage()
+        for n in 0..<20 {
+            let id = "item\(n)"
+            let auth: RulesValue = n % 2 == 0 ? .map(["uid": .string(id)]) : .null
+            let decision = rules.decide(FirestoreRulesRequest(method: .get, path: ["databases", "(default)", "documents", "items", id],
+                                                              auth: auth, time: time), reader: nil, recordsVisits: true)
+            coverage.record(decision.visits)
+        }
+        let values = coverage.valuesByPosition
+        // `id.size() > 2` is true every time, so `request` is read in every decision.
+        func counted(_ value: JSON, _ count: Int) -> Bool { values.values.contains { $0.contains { $0.value == value && $0.count == count } } }
+        XCTAssertTrue(counted(["type": "map"], 20), "`request` is a map, counted by its type, in every decision")
+        // `id` (in `id.size()`) took 20 distinct strings: 16 kept, the other 4 counted together.
+        let ids = try XCTUnwrap(values.first { $0.value.count == RulesCoverage.valuesPerExpression + 1 })
+        XCTAssertEqual(ids.value.map(\.count).reduce(0, +), 20)
+        XCTAssertEqual(ids.value.first { $0.value == ["other": true] }?.count, 4)
+        // `request.auth.uid` failed on null auth half of the time: each failure counted as its error.
+        XCTAssertTrue(values.values.contains { $0.contains { $0.value == ["error": "Null value error."] && $0.count >= 10 } })
     }
 }

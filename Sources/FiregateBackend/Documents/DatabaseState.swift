@@ -37,9 +37,12 @@ struct DatabaseState {
     static let historyMaxBytes = 64 * 1024 * 1024
     var historyBytes = 0
 
-    mutating func put(_ document: Document) {
+    /// Stores `document`; `rulesResource` is its resource as rules read it, when a judge made it.
+    mutating func put(_ document: Document, rulesResource: RulesValue? = nil) {
         let path = document.path
-        if documents.updateValue(Entry(document: document), forKey: path) == nil {
+        var entry = Entry(document: document)
+        entry.rulesResource = rulesResource
+        if documents.updateValue(entry, forKey: path) == nil {
             let collection = path.parent
             if collections[collection] == nil { groups[collection.lastSegment, default: []].insert(collection) }
             collections[collection, default: []].insert(path)

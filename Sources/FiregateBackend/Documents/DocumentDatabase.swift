@@ -348,13 +348,21 @@ public final class DocumentDatabase: Sendable {
             }
             results.append(WriteResult(updateTime: updateTime, transformResults: write.transforms.isEmpty ? nil : outcome.transformResults))
         }
+        // The written documents as rules saw them, kept as their new versions' cached resources.
+        var judgedAfter: [ResourcePath: RulesValue] = [:]
         if let judge {
             // Stored documents as rules read them come from the per-version cache when a read made it.
             let id = id
             try judge.judge(writes, stored: { path in
                 state.documents[path].map { $0.rulesResource ?? RulesValue.resource($0.document, database: id) }
             }, after: { path in
-                if let pending = working[path] { return pending.map { RulesValue.resource($0, database: id) } }
+                if let pending = working[path] {
+                    guard let pending else { return nil }
+                    if let made = judgedAfter[path] { return made }
+                    let made = RulesValue.resource(pending, database: id)
+                    judgedAfter[path] = made
+                    return made
+                }
                 return state.documents[path].map { $0.rulesResource ?? RulesValue.resource($0.document, database: id) }
             }, commitTime: commitTime)
         }
@@ -367,7 +375,7 @@ public final class DocumentDatabase: Sendable {
             guard before != after else { continue }
             changes.append(DocumentChange(path: path, before: before, after: after))
             if let after {
-                state.put(after)
+                state.put(after, rulesResource: judgedAfter.isEmpty ? nil : judgedAfter[path])
                 upserts.append(after)
             } else {
                 state.remove(path)
