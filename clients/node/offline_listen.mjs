@@ -6,7 +6,7 @@
 //
 // Needs Node 20 or later and nothing else: the built-in `fetch`, and the SSE stream parsed by
 // hand from the response body, so the code shows every byte that matters. The steps follow the
-// README's "Edge clients (offline)" walk-through:
+// walk-through of docs/edge-clients.md:
 //
 //   1. create an edge client in a fresh project           PUT  /clients/{id}
 //   2. listen to a query through it                        GET  /clients/{id}/v1/…/documents:listen?query=…
