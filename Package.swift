@@ -76,20 +76,22 @@ let package = Package(
             .product(name: "Logging", package: "swift-log"),
         ]),
         // The rules parser under libFuzzer (scripts/fuzz-rules.sh); built plainly it replays inputs.
+        // What the test targets share: seeded random numbers, bounded waits, in-memory backends.
+        .target(name: "FiregateTestSupport", dependencies: ["FiregateBackend", "FiregateStore"]),
         .executableTarget(name: "firegate-rules-fuzz", dependencies: ["FiregateRules"], path: "Sources/FiregateRulesFuzz"),
         .executableTarget(name: "firegate", dependencies: [
             "FiregateHTTP",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
         ]),
-        .testTarget(name: "FiregateModelTests", dependencies: ["FiregateModel"]),
-        .testTarget(name: "FiregateRulesTests", dependencies: ["FiregateRules", "FiregateModel"], exclude: ["FuzzCorpus"]),
+        .testTarget(name: "FiregateModelTests", dependencies: ["FiregateTestSupport", "FiregateModel"]),
+        .testTarget(name: "FiregateRulesTests", dependencies: ["FiregateTestSupport", "FiregateRules", "FiregateModel"], exclude: ["FuzzCorpus"]),
         .testTarget(name: "FiregateProtoTests", dependencies: ["FiregateProto", "FiregateModel"]),
-        .testTarget(name: "FiregateRealtimeTests", dependencies: ["FiregateRealtime", "FiregateBackend", "FiregateStore", "FiregateModel"]),
-        .testTarget(name: "FiregateEdgeTests", dependencies: ["FiregateEdge", "FiregateBackend", "FiregateModel"]),
-        .testTarget(name: "FiregateBackendTests", dependencies: ["FiregateBackend", "FiregateStore", "FiregateModel", "FiregateRules"]),
+        .testTarget(name: "FiregateRealtimeTests", dependencies: ["FiregateTestSupport", "FiregateRealtime", "FiregateBackend", "FiregateStore", "FiregateModel"]),
+        .testTarget(name: "FiregateEdgeTests", dependencies: ["FiregateTestSupport", "FiregateEdge", "FiregateBackend", "FiregateModel"]),
+        .testTarget(name: "FiregateBackendTests", dependencies: ["FiregateTestSupport", "FiregateBackend", "FiregateStore", "FiregateModel", "FiregateRules"]),
         .testTarget(name: "FiregateHTTPTests", dependencies: [
-            "FiregateHTTP", "FiregateBackend", "FiregateEdge", "FiregateProto",
+            "FiregateHTTP", "FiregateBackend", "FiregateEdge", "FiregateProto", "FiregateTestSupport",
             .product(name: "HummingbirdTesting", package: "hummingbird"),
             .product(name: "NIOEmbedded", package: "swift-nio"),
             .product(name: "NIOHTTP2", package: "swift-nio-http2"),

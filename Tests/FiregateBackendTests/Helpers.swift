@@ -44,18 +44,6 @@ func assertThrowsFiregate<T>(_ status: Status, contains: String? = nil, file: St
     }
 }
 
-/// Waits (bounded) until `condition` holds, yielding between checks; fails the test on timeout.
-func waitUntil(_ description: String, timeout: Duration = .seconds(10), file: StaticString = #filePath, line: UInt = #line,
-               _ condition: () -> Bool) async {
-    let clock = ContinuousClock()
-    let deadline = clock.now + timeout
-    while !condition() {
-        if clock.now > deadline { return XCTFail("timed out waiting for \(description)", file: file, line: line) }
-        await Task.yield()
-        try? await Task.sleep(for: .milliseconds(1))
-    }
-}
-
 /// The next feed event, failing instead of hanging when none arrives.
 func nextEvent(_ subscription: FeedSubscription, timeout: Duration = .seconds(10)) async -> FeedEvent? {
     await withTaskGroup(of: FeedEvent??.self) { group in

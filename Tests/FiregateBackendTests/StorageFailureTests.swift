@@ -1,6 +1,7 @@
 @testable import FiregateBackend
 import FiregateModel
 import FiregateStore
+import FiregateTestSupport
 import Foundation
 import Synchronization
 import XCTest

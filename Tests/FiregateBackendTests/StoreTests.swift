@@ -1,6 +1,7 @@
 @testable import FiregateBackend
 import FiregateModel
 @testable import FiregateStore
+import FiregateTestSupport
 import Foundation
 import GRDB
 import Synchronization

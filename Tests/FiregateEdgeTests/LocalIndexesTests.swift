@@ -1,4 +1,5 @@
 import FiregateModel
+import FiregateTestSupport
 import XCTest
 
 @testable import FiregateEdge
@@ -60,7 +61,7 @@ final class LocalIndexesTests: XCTestCase {
     func testIndexedResultsEqualScannedResults() {
         var rng = SystemRandomNumberGenerator()
         let seed = UInt64.random(in: 0...UInt64.max, using: &rng)
-        var random = SplitMix(seed: seed)
+        var random = SplitMix64(seed: seed)
         let fields = ["a", "b", "c"]
         func value() -> Value {
             switch random.next() % 8 {
@@ -143,18 +144,5 @@ final class LocalIndexesTests: XCTestCase {
             }
         }
         XCTAssertGreaterThan(indexed, 20, "seed \(seed): the indexes served queries")
-    }
-}
-
-/// A small deterministic generator, so a failing seed can be replayed.
-struct SplitMix: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }

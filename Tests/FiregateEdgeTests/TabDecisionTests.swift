@@ -1,5 +1,6 @@
 import FiregateBackend
 import FiregateModel
+import FiregateTestSupport
 import XCTest
 
 @testable import FiregateEdge
@@ -12,7 +13,7 @@ final class TabDecisionTests: XCTestCase {
     }
 
     func testTheNewestDecisionWinsAndTheNetworkFollowsThePrimary() async throws {
-        let backend = try await Backend(directory: nil, defaultProject: "p", extraMigrations: EdgeClients.migrations)
+        let backend = try await Backend.inMemory(extraMigrations: EdgeClients.migrations)
         let engine = EdgeClients(backend: backend).client("engine")
         let first = await engine.apply(decision(2, primary: "A", online: false))
         XCTAssertNotNil(first)

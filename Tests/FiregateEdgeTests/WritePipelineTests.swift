@@ -1,5 +1,6 @@
 import FiregateBackend
 import FiregateModel
+import FiregateTestSupport
 import XCTest
 
 @testable import FiregateEdge
@@ -8,7 +9,7 @@ import XCTest
 /// backend still applies them in order and the client acknowledges them in order.
 final class WritePipelineTests: XCTestCase {
     func testQueuedWritesAreAppliedAndAcknowledgedInOrder() async throws {
-        let backend = try await Backend(directory: nil, defaultProject: "p", extraMigrations: EdgeClients.migrations)
+        let backend = try await Backend.inMemory(extraMigrations: EdgeClients.migrations)
         let client = EdgeClients(backend: backend).client("c1")
         await client.disableNetwork()
         let path = ResourcePath(["c", "x"])

@@ -1,6 +1,7 @@
 import FiregateBackend
 import FiregateHTTP
 import FiregateModel
+import FiregateTestSupport
 import HummingbirdTesting
 import XCTest
 

@@ -2,6 +2,7 @@ import FiregateBackend
 @testable import FiregateHTTP
 import FiregateModel
 import FiregateProto
+import FiregateTestSupport
 import Foundation
 import NIOCore
 import NIOEmbedded
@@ -68,7 +69,7 @@ final class GRPCFastPathTests: XCTestCase {
     }
 
     func testGetDocumentIsAnsweredFromItsFrames() async throws {
-        let backend = try await Backend(directory: nil, defaultProject: "p")
+        let backend = try await Backend.inMemory()
         _ = try await backend.documents.database(testDB).commit([Write(path: ResourcePath(["rooms", "r1"]), operation: .update(fields: ["n": .integer(7)], mask: nil))])
         let (channel, passed) = try makeChannel(backend)
         var request = Google_Firestore_V1_GetDocumentRequest()
@@ -99,7 +100,7 @@ final class GRPCFastPathTests: XCTestCase {
     }
 
     func testCallsItDoesNotAnswerReachTheMultiplexerWholeAndInOrder() async throws {
-        let backend = try await Backend(directory: nil, defaultProject: "p")
+        let backend = try await Backend.inMemory()
         let (channel, passed) = try makeChannel(backend)
         // A commit in a transaction: held until its end, then handed on with its stream event.
         var commit = Google_Firestore_V1_CommitRequest()

@@ -2,6 +2,7 @@ import FiregateBackend
 import FiregateEdge
 @testable import FiregateHTTP
 import FiregateModel
+import FiregateTestSupport
 import Foundation
 import HTTPTypes
 import Hummingbird
@@ -41,7 +42,7 @@ extension TestClientProtocol {
 func withServer(setup: TestingSetup = .router, listen: ListenOptions = ListenOptions(),
                 configure: (inout ServerConfiguration) -> Void = { _ in },
                 _ test: @escaping @Sendable (any TestClientProtocol, Backend) async throws -> Void) async throws {
-    let backend = try await Backend(directory: nil, defaultProject: "p", extraMigrations: EdgeClients.migrations)
+    let backend = try await Backend.inMemory(extraMigrations: EdgeClients.migrations)
     var configuration = ServerConfiguration()
     configuration.dataDirectory = nil
     configuration.port = 0
@@ -64,17 +65,6 @@ func assertError(_ reply: Reply, _ httpStatus: Int, _ status: String, contains: 
         XCTAssertTrue(reply.errorMessage?.contains(contains) ?? false, "\(reply.text) lacks \"\(contains)\"", file: file, line: line)
     }
     XCTAssertEqual(reply.headers[.contentType], "application/json; charset=utf-8", file: file, line: line)
-}
-
-/// Waits (bounded) until `condition` holds; fails the test on timeout.
-func waitUntil(_ description: String, timeout: Duration = .seconds(10), file: StaticString = #filePath, line: UInt = #line,
-               _ condition: () -> Bool) async {
-    let clock = ContinuousClock()
-    let deadline = clock.now + timeout
-    while !condition() {
-        if clock.now > deadline { return XCTFail("timed out waiting for \(description)", file: file, line: line) }
-        try? await Task.sleep(for: .milliseconds(2))
-    }
 }
 
 func percentEncode(_ text: String) -> String {

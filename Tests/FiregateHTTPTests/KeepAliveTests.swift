@@ -1,4 +1,5 @@
 import FiregateModel
+import FiregateTestSupport
 import Synchronization
 import XCTest
 

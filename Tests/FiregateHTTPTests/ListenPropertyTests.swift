@@ -1,21 +1,10 @@
 import FiregateBackend
 @testable import FiregateHTTP
 import FiregateModel
+import FiregateTestSupport
 import Foundation
 import Hummingbird
 import XCTest
-
-/// Deterministic pseudo-random numbers (SplitMix64).
-struct SeededGenerator: RandomNumberGenerator {
-    var state: UInt64
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
 
 final class ListenPropertyTests: XCTestCase {
     let queries: [String] = [
@@ -39,9 +28,9 @@ final class ListenPropertyTests: XCTestCase {
     /// query at that frame's position, its changes turn the previous frame's documents into these,
     /// and no commit that changed the result goes without a frame.
     func testStreamFramesMatchFullRecompute() async throws {
-        var generator = SeededGenerator(state: 99)
+        var generator = SplitMix64(seed: 99)
         for (queryIndex, queryText) in queries.enumerated() {
-            let db = try await Backend(directory: nil, defaultProject: "p").documents.database(testDB)
+            let db = try await Backend.inMemory().documents.database(testDB)
             let query = try Query(structuredQuery: try JSONParser.parse(queryText), parent: ResourcePath([]), database: testDB)
             let paths = (0..<8).map { "c/d\($0)" } + (0..<3).map { "p/1/c/e\($0)" } + ["other/o"]
             func randomFields() -> [String: Value] {

@@ -2,6 +2,7 @@ import FiregateBackend
 @testable import FiregateHTTP
 import FiregateModel
 import FiregateProto
+import FiregateTestSupport
 import Foundation
 import XCTest
 
@@ -39,7 +40,7 @@ final class ListenTargetsTests: XCTestCase {
     }
 
     func testAddSendsTheResultThenCurrentThenAGlobalSnapshotAndCommitsFollow() async throws {
-        let backend = try await Backend(directory: nil, defaultProject: "p")
+        let backend = try await Backend.inMemory()
         let database = backend.documents.database(testDB)
         _ = try await database.commit([setWrite("c/a", ["n": .integer(1)])])
         let subscription = database.feed.subscribe(bufferLimit: 100)
@@ -64,7 +65,7 @@ final class ListenTargetsTests: XCTestCase {
     /// A target added after commits the stream has not processed yet waits for them before the
     /// global snapshot: every target must reflect the same commit.
     func testTheGlobalSnapshotWaitsUntilEveryTargetReflectsTheSameCommit() async throws {
-        let backend = try await Backend(directory: nil, defaultProject: "p")
+        let backend = try await Backend.inMemory()
         let database = backend.documents.database(testDB)
         let subscription = database.feed.subscribe(bufferLimit: 100)
         var targets = ListenTargets(database: database, startingAfter: subscription.startsAfter)
@@ -76,7 +77,7 @@ final class ListenTargetsTests: XCTestCase {
     }
 
     func testBadTargetsAreRemovedWithACauseAndOnceTargetsEndAfterTheirSnapshot() async throws {
-        let backend = try await Backend(directory: nil, defaultProject: "p")
+        let backend = try await Backend.inMemory()
         let database = backend.documents.database(testDB)
         var targets = ListenTargets(database: database, startingAfter: database.feed.lastPublished)
         var bad = queryTarget(3)
@@ -95,7 +96,7 @@ final class ListenTargetsTests: XCTestCase {
     }
 
     func testAResumeTokenSendsOnlyWhatChangedSinceAndAnExistenceFilter() async throws {
-        let backend = try await Backend(directory: nil, defaultProject: "p")
+        let backend = try await Backend.inMemory()
         let database = backend.documents.database(testDB)
         _ = try await database.commit([setWrite("c/a", ["n": .integer(1)]), setWrite("c/b", ["n": .integer(1)])])
         let token = database.resumeToken(sequence: database.feed.lastPublished)

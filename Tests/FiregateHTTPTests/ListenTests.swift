@@ -1,6 +1,7 @@
 import FiregateBackend
 @testable import FiregateHTTP
 import FiregateModel
+import FiregateTestSupport
 import Foundation
 import HTTPTypes
 import Hummingbird
@@ -291,7 +292,7 @@ struct RecordingWriter: ResponseBodyWriter {
 
 final class ListenStreamLogicTests: XCTestCase {
     func makeDatabase() async throws -> DocumentDatabase {
-        try await Backend(directory: nil, defaultProject: "p").documents.database(testDB)
+        try await Backend.inMemory().documents.database(testDB)
     }
 
     func run(_ body: @escaping @Sendable (inout any ResponseBodyWriter) async -> Void, log: FrameLog) -> Task<Void, Never> {

@@ -1,6 +1,7 @@
 import FiregateBackend
 @testable import FiregateHTTP
 import FiregateModel
+import FiregateTestSupport
 import Foundation
 import HTTPTypes
 import Hummingbird

@@ -1,4 +1,5 @@
 @testable import FiregateModel
+import FiregateTestSupport
 import XCTest
 
 final class DocumentChangeSetTests: XCTestCase {
@@ -71,7 +72,7 @@ final class DocumentChangeSetTests: XCTestCase {
     }
 
     func testRandomChangesReplayToTheNewResult() {
-        var generator = SeededGenerator(seed: 11)
+        var generator = SplitMix64(seed: 11)
         let query = Query(collectionID: "c", orderBy: [.init(field: fpath("a"), descending: true)])
         for round in 0..<300 {
             let ids = (0..<8).map { "d\($0)" }
@@ -93,7 +94,7 @@ final class QueryMatchesTests: XCTestCase {
     /// Random queries over a tiny value space, random writes; the incrementally maintained match
     /// set must always equal a full recompute with `Query.run`.
     func testIncrementalUpdatesEqualFullRecompute() {
-        var generator = SeededGenerator(seed: 2024)
+        var generator = SplitMix64(seed: 2024)
         let valuePool: [Value?] = [nil, .null, .integer(0), .integer(1), .double(1), .double(2.5), .double(.nan), .string("a"), .string("b"),
                                    .array([.integer(1)]), .array([.string("a"), .integer(2)]), .boolean(true)]
         let collections = ["c", "other", "p/1/c"]

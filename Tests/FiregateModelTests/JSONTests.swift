@@ -1,4 +1,5 @@
 @testable import FiregateModel
+import FiregateTestSupport
 import XCTest
 
 final class JSONParserTests: XCTestCase {
@@ -137,7 +138,7 @@ final class JSONWriterTests: XCTestCase {
     }
 
     func testDoublesRoundTripThroughText() throws {
-        var generator = SeededGenerator(seed: 7)
+        var generator = SplitMix64(seed: 7)
         for _ in 0..<2000 {
             let bits = generator.next()
             let value = Double(bitPattern: bits)

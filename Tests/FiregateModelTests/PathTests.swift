@@ -1,4 +1,5 @@
 @testable import FiregateModel
+import FiregateTestSupport
 import XCTest
 
 final class FieldPathTests: XCTestCase {
@@ -237,7 +238,7 @@ final class TimestampTests: XCTestCase {
     }
 
     func testCivilRoundTripOverManyDays() {
-        var generator = SeededGenerator(seed: 3)
+        var generator = SplitMix64(seed: 3)
         for _ in 0..<3000 {
             let seconds = Int64.random(in: Timestamp.minSeconds...Timestamp.maxSeconds, using: &generator)
             let nanos = Int32.random(in: 0..<1_000_000_000, using: &generator)

@@ -1,4 +1,5 @@
 @testable import FiregateModel
+import FiregateTestSupport
 import XCTest
 
 final class ValueOrderTests: XCTestCase {
@@ -67,7 +68,7 @@ final class ValueOrderTests: XCTestCase {
 
     func testSortingShuffledValuesRestoresOrder() {
         let flat = orderedGroups.map { $0[0] }
-        var generator = SeededGenerator(seed: 42)
+        var generator = SplitMix64(seed: 42)
         for _ in 0..<20 {
             let sorted = flat.shuffled(using: &generator).sorted { Value.compare($0, $1) < 0 }
             XCTAssertEqual(sorted.map { "\($0)" }, flat.map { "\($0)" })

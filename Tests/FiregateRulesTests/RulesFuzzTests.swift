@@ -1,4 +1,5 @@
 import FiregateModel
+import FiregateTestSupport
 import Foundation
 @testable import FiregateRules
 import XCTest
@@ -8,15 +9,6 @@ import XCTest
 /// `FIREGATE_RULES_FUZZ_SEED` and `FIREGATE_RULES_FUZZ_COUNT` vary the run; what a run finds is
 /// kept below as a regression case.
 final class RulesFuzzTests: XCTestCase {
-    struct Generator {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state = state &* 6364136223846793005 &+ 1442695040888963407
-            return state >> 33
-        }
-        mutating func below(_ n: Int) -> Int { Int(next() % UInt64(max(n, 1))) }
-    }
-
     static let firestoreSeeds = [
         FirestoreRulesParserTests.sampleSource,
         """
@@ -38,7 +30,7 @@ final class RulesFuzzTests: XCTestCase {
                              "'s'", "1", "2.5", "b'\\x01'", "null", "true", "in", "is", "string", ".size()", "get(", "exists(", "service",
                              "cloud.firestore", "rules_version", "=", "'2'", "/*", "*/", "//", "\n", "-", "%"]
 
-    func mutated(_ source: String, _ random: inout Generator) -> String {
+    func mutated(_ source: String, _ random: inout SplitMix64) -> String {
         var scalars = Array(source.unicodeScalars)
         for _ in 0..<(1 + random.below(4)) where !scalars.isEmpty {
             let at = random.below(scalars.count)
@@ -54,7 +46,7 @@ final class RulesFuzzTests: XCTestCase {
 
     func testFirestoreRulesSourcesNeverCrashTheLoaderOrTheDecision() {
         let env = ProcessInfo.processInfo.environment
-        var random = Generator(state: UInt64(env["FIREGATE_RULES_FUZZ_SEED"] ?? "") ?? 2026)
+        var random = SplitMix64(seed: UInt64(env["FIREGATE_RULES_FUZZ_SEED"] ?? "") ?? 2026)
         let count = Int(env["FIREGATE_RULES_FUZZ_COUNT"] ?? "") ?? 3000
         var loaded = 0
         for i in 0..<count {
@@ -81,7 +73,7 @@ final class RulesFuzzTests: XCTestCase {
 
     func testRealtimeRulesSourcesNeverCrashTheLoaderOrTheDecision() {
         let seed = RealtimeRulesTests.rulesSource
-        var random = Generator(state: 7)
+        var random = SplitMix64(seed: 7)
         let trees = RealtimeRulesTests.Trees(before: .object(["users": .object(["u": .object(["name": .string("A")])])]),
                                              after: .object(["users": .object(["u": .object(["name": .string("B")])])]))
         for _ in 0..<2000 {

@@ -1,6 +1,7 @@
 import FiregateBackend
 import FiregateModel
 import FiregateStore
+import FiregateTestSupport
 import Foundation
 import XCTest
 
@@ -9,11 +10,11 @@ import XCTest
 final class TreeStorageModelTests: XCTestCase {
     let keys = ["a", "b", "0", "1"]
 
-    func randomPath(_ rng: inout TreeStreamModelTests.Generator, maxDepth: Int = 3) -> TreePath {
+    func randomPath(_ rng: inout SplitMix64, maxDepth: Int = 3) -> TreePath {
         TreePath(keys: (0..<Int.random(in: 0...maxDepth, using: &rng)).map { _ in keys.randomElement(using: &rng)! })
     }
 
-    func randomValue(_ rng: inout TreeStreamModelTests.Generator, depth: Int = 0) -> JSON {
+    func randomValue(_ rng: inout SplitMix64, depth: Int = 0) -> JSON {
         switch Int.random(in: 0..<8, using: &rng) {
         case 0: return .null
         case 1: return .int(Int64.random(in: 0..<5, using: &rng))
@@ -33,7 +34,7 @@ final class TreeStorageModelTests: XCTestCase {
         for seed in [3, 17, 2024] as [UInt64] {
             let directory = FileManager.default.temporaryDirectory.appendingPathComponent("tree-model-\(UUID().uuidString)")
             defer { try? FileManager.default.removeItem(at: directory) }
-            var rng = TreeStreamModelTests.Generator(state: seed)
+            var rng = SplitMix64(seed: seed)
             let (backend, _) = try makeTree(directory: directory)
             for _ in 0..<300 {
                 let target = randomPath(&rng)

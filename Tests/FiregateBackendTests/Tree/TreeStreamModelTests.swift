@@ -1,25 +1,18 @@
 import FiregateBackend
 import FiregateModel
+import FiregateTestSupport
 import XCTest
 
 /// Random writes against streams at many locations: a client that applies every event it
 /// receives to its own copy must end up with exactly what the server holds.
 final class TreeStreamModelTests: XCTestCase {
-    struct Generator: RandomNumberGenerator {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
-            return state >> 11 ^ state
-        }
-    }
-
     let keys = ["a", "b", "c"]
 
-    func randomPath(_ rng: inout Generator, maxDepth: Int = 3) -> TreePath {
+    func randomPath(_ rng: inout SplitMix64, maxDepth: Int = 3) -> TreePath {
         TreePath(keys: (0..<Int.random(in: 0...maxDepth, using: &rng)).map { _ in keys.randomElement(using: &rng)! })
     }
 
-    func randomValue(_ rng: inout Generator, depth: Int = 0) -> JSON {
+    func randomValue(_ rng: inout SplitMix64, depth: Int = 0) -> JSON {
         switch Int.random(in: 0..<6, using: &rng) {
         case 0: return .null
         case 1: return .int(Int64.random(in: 0..<5, using: &rng))
@@ -50,7 +43,7 @@ final class TreeStreamModelTests: XCTestCase {
 
     func converge(seed: UInt64) async throws {
         let (backend, _) = try makeTree()
-        var rng = Generator(state: seed)
+        var rng = SplitMix64(seed: seed)
         var nonEmptyChecks = 0
         let locations = ["", "a", "a/b", "b/c/a", "c", "c/c"].map(path)
         let queries: [TreeQuery] = [

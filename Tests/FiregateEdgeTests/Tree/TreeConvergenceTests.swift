@@ -1,6 +1,7 @@
 import FiregateBackend
 @testable import FiregateEdge
 import FiregateModel
+import FiregateTestSupport
 import XCTest
 
 /// Randomized: a persistent client that writes through any sequence of online and offline
@@ -9,7 +10,7 @@ import XCTest
 final class TreeConvergenceTests: XCTestCase {
     static let paths = ["a", "a/b", "a/c", "d", "d/e/f", "g"]
 
-    func randomValue(_ rng: inout SplitMix) -> JSON {
+    func randomValue(_ rng: inout SplitMix64) -> JSON {
         switch Int.random(in: 0..<4, using: &rng) {
         case 0: .null
         case 1: .int(Int64.random(in: 0..<100, using: &rng))
@@ -25,8 +26,8 @@ final class TreeConvergenceTests: XCTestCase {
     }
 
     func converge(seed: UInt64, steps: Int) async throws {
-        var rng = SplitMix(seed: seed)
-        let backend = try await Backend(directory: nil, defaultProject: "p", extraMigrations: EdgeClients.migrations)
+        var rng = SplitMix64(seed: seed)
+        let backend = try await Backend.inMemory(extraMigrations: EdgeClients.migrations)
         let client = EdgeClients(backend: backend).client("r\(seed)")
         var expected = TreeNode.empty
         var listener = try await client.treeAccess().listen(TreeViewKey(path: .root, query: nil, parameters: [:]), kinds: [.value])

@@ -1,6 +1,7 @@
 import FiregateBackend
 import FiregateHTTP
 import FiregateModel
+import FiregateTestSupport
 import Foundation
 import HTTPTypes
 import Hummingbird
@@ -13,7 +14,7 @@ private func body(_ text: String) -> ByteBuffer { ByteBuffer(string: text) }
 /// The tree surface through the real responder (HummingbirdTesting), including a stream.
 final class TreeRoutesTests: XCTestCase {
     func makeApp() async throws -> (some ApplicationProtocol, Backend) {
-        let backend = try await Backend(directory: nil, defaultProject: "demo-project")
+        let backend = try await Backend.inMemory(project: "demo-project")
         var configuration = ServerConfiguration()
         configuration.port = 0
         configuration.logLevel = .error
