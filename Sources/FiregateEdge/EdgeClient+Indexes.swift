@@ -80,15 +80,4 @@ extension EdgeClient {
         guard settings.persistence == .persistent else { return }
         storage?.saveIndexes(indexDefinitions)
     }
-
-    /// Rebuilds saved index definitions over a restored cache: entries are always built anew
-    /// from the documents, so a damaged or half-written index can never be used.
-    static func restoreIndexes(_ saved: JSON?, into remote: inout RemoteDocumentCache, database: DatabaseID) {
-        guard let items = saved?.arrayValue, !items.isEmpty,
-              let parsed = try? IndexConfiguration.parse(["indexes": .array(items)]) else { return }
-        remote.indexes.configure(parsed, documents: remote.entries, database: database)
-        for (index, item) in zip(parsed, items) where item["autoCreated"]?.boolValue == true {
-            remote.indexes.markAutoCreated(index)
-        }
-    }
 }
