@@ -14,8 +14,8 @@ extension EdgeClient {
         guard settings.garbageCollector == .eager else { return }
         let retained = referencedPaths(includingTargets: false)
         let active = activeQueries
-        for queryID in targetCache.targets.keys where !active.contains(queryID) { targetCache.remove(queryID) }
-        for path in remote.entries.keys where !retained.contains(path) && !targetCache.isInTarget(path) {
+        for queryID in local.targetCache.targets.keys where !active.contains(queryID) { local.targetCache.remove(queryID) }
+        for path in local.remoteDocuments.entries.keys where !retained.contains(path) && !local.targetCache.isInTarget(path) {
             drop(path)
         }
     }
@@ -25,7 +25,7 @@ extension EdgeClient {
 
     /// Documents held by queued writes and open listeners (their targets' results and views).
     func referencedPaths(includingTargets: Bool) -> Set<ResourcePath> {
-        var retained = queue.mutatedPaths
+        var retained = local.mutationQueue.mutatedPaths
         for entry in listeners.values {
             retained.formUnion(entry.view.documents.map(\.document.path))
             if includingTargets { retained.formUnion(entry.serverPaths) }
@@ -34,7 +34,7 @@ extension EdgeClient {
     }
 
     /// Bytes the cache holds: documents, targets and queued writes.
-    var cacheBytes: Int { remote.byteSize + targetCache.byteSize + queue.byteSize }
+    var cacheBytes: Int { local.remoteDocuments.byteSize + local.targetCache.byteSize + local.mutationQueue.byteSize }
 
     /// `POST /clients/{id}:collectGarbage`: one LRU pass now. `thresholdBytes` defaults to the
     /// client's `cacheSizeBytes` (-1: nothing is collected), `percentile` to 10.
@@ -58,13 +58,13 @@ extension EdgeClient {
     }
 
     func runLruCollection(_ parameters: LruGarbageCollector.Parameters) -> JSON {
-        targetCache.beginOperation()
+        local.targetCache.beginOperation()
         let before = cacheBytes
-        let plan = LruGarbageCollector.plan(targets: targetCache, documents: remote.entries.keys, cacheBytes: before,
+        let plan = LruGarbageCollector.plan(targets: local.targetCache, documents: local.remoteDocuments.entries.keys, cacheBytes: before,
                                             activeQueries: activeQueries, pinned: referencedPaths(includingTargets: false),
                                             parameters: parameters)
-        for queryID in plan.targets { targetCache.remove(queryID) }
-        if settings.persistence == .persistent, !plan.targets.isEmpty { storage?.deleteTargets(plan.targets) }
+        for queryID in plan.targets { local.targetCache.remove(queryID) }
+        if settings.persistence == .persistent, !plan.targets.isEmpty { local.storage?.deleteTargets(plan.targets) }
         for path in plan.documents { drop(path) }
         let result: JSON = [
             "didRun": .bool(plan.didRun), "sequenceNumbersCollected": .int(Int64(plan.sequenceNumbersCollected)),
@@ -72,8 +72,8 @@ extension EdgeClient {
             "bytesBefore": .int(Int64(before)), "bytesAfter": .int(Int64(cacheBytes)),
         ]
         if plan.didRun {
-            gcRuns += 1
-            lastGC = result.withMember("time", .string(now().rfc3339))
+            local.gcRuns += 1
+            local.lastGC = result.withMember("time", .string(now().rfc3339))
             backend.operations.record(.garbageCollected(client: id, documentsRemoved: plan.documents.count, targetsRemoved: plan.targets.count))
         }
         return result
@@ -81,9 +81,9 @@ extension EdgeClient {
 
     /// Removes a document from the cache (and from disk).
     func drop(_ path: ResourcePath) {
-        remote.set(path, nil)
-        targetCache.forget(path)
-        cacheStatistics.evictions += 1
+        local.remoteDocuments.set(path, nil)
+        local.targetCache.forget(path)
+        local.cacheStatistics.evictions += 1
         persistRemote(path)
     }
 }

@@ -23,13 +23,13 @@ extension EdgeClient {
     /// the scan was costly enough (QueryEngine.createCacheIndexes).
     func runLocally(_ query: Query) -> QueryExecution {
         let execution = localView().execute(query, useIndexes: usesIndexes)
-        if indexAutoCreation, usesIndexes, execution.plan == .scan,
+        if local.indexAutoCreation, usesIndexes, execution.plan == .scan,
            execution.documentsRead >= EdgeClient.indexAutoCreationMinimumDocuments,
            Double(execution.documentsRead) > indexReadCost * Double(execution.documents.count),
            let target = IndexTarget(query) {
             let index = target.autoIndex()
-            if !index.segments.isEmpty, !remote.indexes.indexes.contains(index) {
-                remote.indexes.addAutoCreated(index, documents: remote.entries, database: settings.databaseID)
+            if !index.segments.isEmpty, !local.remoteDocuments.indexes.indexes.contains(index) {
+                local.remoteDocuments.indexes.addAutoCreated(index, documents: local.remoteDocuments.entries, database: settings.databaseID)
                 persistIndexes()
             }
         }
@@ -40,7 +40,7 @@ extension EdgeClient {
     public func configureIndexes(_ json: JSON) throws(FiregateError) -> JSON {
         try beginDataCall()
         let parsed = try IndexConfiguration.parse(json)
-        remote.indexes.configure(parsed, documents: remote.entries, database: settings.databaseID)
+        local.remoteDocuments.indexes.configure(parsed, documents: local.remoteDocuments.entries, database: settings.databaseID)
         persistIndexes()
         return indexesJSON()
     }
@@ -48,7 +48,7 @@ extension EdgeClient {
     /// `DELETE /clients/{id}/indexes` (deleteAllPersistentCacheIndexes).
     public func deleteAllIndexes() throws(FiregateError) -> JSON {
         try beginDataCall()
-        remote.indexes.removeAll()
+        local.remoteDocuments.indexes.removeAll()
         persistIndexes()
         return indexesJSON()
     }
@@ -56,7 +56,7 @@ extension EdgeClient {
     /// `POST /clients/{id}/indexes:enableAutoCreation` / `:disableAutoCreation`.
     public func setIndexAutoCreation(_ enabled: Bool) throws(FiregateError) -> JSON {
         try beginDataCall()
-        indexAutoCreation = enabled
+        local.indexAutoCreation = enabled
         return indexesJSON()
     }
 
@@ -64,20 +64,20 @@ extension EdgeClient {
     public func indexesJSON() -> JSON {
         [
             "indexes": indexDefinitions,
-            "autoCreation": .bool(indexAutoCreation),
+            "autoCreation": .bool(local.indexAutoCreation),
             "used": .bool(usesIndexes),
-            "entries": .int(Int64(remote.indexes.entryCount)),
+            "entries": .int(Int64(local.remoteDocuments.indexes.entryCount)),
         ]
     }
 
     /// The definitions as saved and archived: each index with whether it was auto-created.
     var indexDefinitions: JSON {
-        let indexes = remote.indexes
+        let indexes = local.remoteDocuments.indexes
         return .array(indexes.indexes.map { $0.json.withMember("autoCreated", .bool(indexes.autoCreated.contains($0))) })
     }
 
     func persistIndexes() {
         guard settings.persistence == .persistent else { return }
-        storage?.saveIndexes(indexDefinitions)
+        local.storage?.saveIndexes(indexDefinitions)
     }
 }

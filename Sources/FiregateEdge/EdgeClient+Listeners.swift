@@ -20,9 +20,9 @@ extension EdgeClient {
         let listenerID = nextListenerID
         nextListenerID += 1
         let queryID = query.targetCanonicalID
-        targetCache.beginOperation()
-        if targetCache.targets[queryID] == nil {
-            targetCache.allocate(queryID)
+        local.targetCache.beginOperation()
+        if local.targetCache.targets[queryID] == nil {
+            local.targetCache.allocate(queryID)
             persistTarget(queryID)
         }
         // A target another listener already keeps current starts current (its query state),
@@ -40,7 +40,7 @@ extension EdgeClient {
         if !options.cacheOnly, scripted != nil {
             // The script answers; offline, the stream asks once the network is back. Another
             // tab's query waits while the primary cannot allocate it.
-            if isSecondary(options.owner) && faults.fails(.allocateTarget) {
+            if isSecondary(options.owner) && local.faults.fails(.allocateTarget) {
                 tabs.deferredListens.insert(queryID)
             } else {
                 scriptedListen(queryID)
@@ -65,7 +65,7 @@ extension EdgeClient {
         updateWatchInterest()
         heldTargets.remove(listenerID)
         // Another tab's query stays on watch while the primary cannot release it.
-        let unlisten = isSecondary(entry.options.owner) && faults.fails(.releaseTarget)
+        let unlisten = isSecondary(entry.options.owner) && local.faults.fails(.releaseTarget)
             ? { (queryID: String) in self.tabs.deferredUnlistens.insert(queryID) } : scriptedUnlisten
         if !entry.options.cacheOnly, listeners.values.contains(where: { $0.queryID == entry.queryID }),
            !listeners.values.contains(where: { $0.queryID == entry.queryID && !$0.options.cacheOnly }) {
@@ -75,7 +75,7 @@ extension EdgeClient {
             // The target's last listener: it becomes inactive now (releaseTarget), and the
             // documents its view showed are no longer referenced by it.
             if !entry.options.cacheOnly { unlisten(entry.queryID) }
-            targetCache.beginOperation()
+            local.targetCache.beginOperation()
             releaseTarget(entry.queryID)
             for doc in entry.view.documents { touch(doc.document.path) }
         }
@@ -86,9 +86,9 @@ extension EdgeClient {
     /// releaseTarget: the target stays cached with its last use; if storing that fails the SDK
     /// goes on, and what was stored before (its older resume token) is what a re-listen finds.
     func releaseTarget(_ queryID: String) {
-        targetCache.release(queryID)
-        if faults.fails(.releaseTarget) {
-            targetCache.revertToSaved(queryID)
+        local.targetCache.release(queryID)
+        if local.faults.fails(.releaseTarget) {
+            local.targetCache.revertToSaved(queryID)
         } else {
             persistTarget(queryID)
         }
@@ -119,8 +119,8 @@ extension EdgeClient {
             }
             let current = entry.current && network.online
             // A scripted watch's views know their target's keys, so they find limbo documents.
-            let target = scripted == nil || entry.options.cacheOnly ? nil : targetCache.targets[entry.queryID]
-            let hasCachedResults = target.map { !$0.resumeToken.isEmpty } ?? targetCache.hasCachedResults(entry.queryID)
+            let target = scripted == nil || entry.options.cacheOnly ? nil : local.targetCache.targets[entry.queryID]
+            let hasCachedResults = target.map { !$0.resumeToken.isEmpty } ?? local.targetCache.hasCachedResults(entry.queryID)
             let snapshot: ViewSnapshot?
             if let changed, entry.options.owner == nil, scripted == nil, entry.view.updatesIncrementally, entry.view.current != nil,
                !pendingResets.contains(entry.queryID) {
@@ -196,14 +196,14 @@ extension EdgeClient {
     /// watch now, if its storage works again. True if any did.
     func retryDeferredTargets() -> Bool {
         var ran = false
-        if !tabs.deferredListens.isEmpty, !faults.fails(.allocateTarget) {
+        if !tabs.deferredListens.isEmpty, !local.faults.fails(.allocateTarget) {
             for queryID in tabs.deferredListens.sorted() where listeners.values.contains(where: { $0.queryID == queryID && !$0.options.cacheOnly }) {
                 scriptedListen(queryID)
             }
             tabs.deferredListens.removeAll()
             ran = true
         }
-        if !tabs.deferredUnlistens.isEmpty, !faults.fails(.releaseTarget) {
+        if !tabs.deferredUnlistens.isEmpty, !local.faults.fails(.releaseTarget) {
             for queryID in tabs.deferredUnlistens.sorted() where !listeners.values.contains(where: { $0.queryID == queryID && !$0.options.cacheOnly }) {
                 scriptedUnlisten(queryID)
             }
@@ -221,7 +221,7 @@ extension EdgeClient {
             entry.output.yield(.error(FiregateError(error.status, error.message)))
             entry.output.finish()
         }
-        targetCache.beginOperation()
+        local.targetCache.beginOperation()
         releaseTarget(queryID)
     }
 

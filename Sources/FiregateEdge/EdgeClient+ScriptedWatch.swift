@@ -30,14 +30,14 @@ extension EdgeClient {
         scripted = ScriptedWatch()
         if !canUseNetwork { scripted?.networkChanged(online: false) }
         let queries = Set(listeners.values.filter { !$0.options.cacheOnly }.map(\.queryID))
-        for queryID in queries.sorted(by: { (targetCache.targets[$0]?.targetID ?? 0) < (targetCache.targets[$1]?.targetID ?? 0) }) {
+        for queryID in queries.sorted(by: { (local.targetCache.targets[$0]?.targetID ?? 0) < (local.targetCache.targets[$1]?.targetID ?? 0) }) {
             scriptedListen(queryID)
         }
     }
 
     /// remoteStoreListen for a listened query's target.
     func scriptedListen(_ queryID: String) {
-        guard let target = targetCache.targets[queryID], let entry = listeners.values.first(where: { $0.queryID == queryID }) else { return }
+        guard let target = local.targetCache.targets[queryID], let entry = listeners.values.first(where: { $0.queryID == queryID }) else { return }
         if tabs.termFirstRequests[target.targetID] == nil { tabs.termFirstRequests[target.targetID] = target.resumeToken }
         scripted?.listen(WatchTarget(id: target.targetID, query: entry.query, purpose: .listen, resumeToken: target.resumeToken,
                                      snapshotVersion: target.snapshotVersion, lookupPath: entry.query.lookedUpPath(database: settings.databaseID)),
@@ -46,7 +46,7 @@ extension EdgeClient {
 
     /// The last listener of a query left: its target is unlistened, its limbo documents released.
     func scriptedUnlisten(_ queryID: String) {
-        guard scripted != nil, let targetID = targetCache.targets[queryID]?.targetID else { return }
+        guard scripted != nil, let targetID = local.targetCache.targets[queryID]?.targetID else { return }
         scripted?.unlisten(targetID)
         applyLimboActions(limbo.removeTarget(targetID))
     }
@@ -54,7 +54,7 @@ extension EdgeClient {
     /// What the client holds for a target: a lookup's document once received, else the
     /// query target's server result.
     private var scriptedRemoteKeys: (Int) -> Set<ResourcePath> {
-        let targets = targetCache, lookups = limbo
+        let targets = local.targetCache, lookups = limbo
         return { id in lookups.remoteKeys(id) ?? targets.target(id: id)?.documents ?? [] }
     }
 
@@ -65,7 +65,7 @@ extension EdgeClient {
             throw .clientState("The client's watch is not scripted: PUT its gates {\"scriptedWatch\":true} first.")
         }
         let message = try WatchMessage(json: json, database: settings.databaseID)
-        if case .targetChange(_, let ids, nil, _, _?) = message, ids.isEmpty, faults.fails(.getLastRemoteSnapshotVersion) {
+        if case .targetChange(_, let ids, nil, _, _?) = message, ids.isEmpty, local.faults.fails(.getLastRemoteSnapshotVersion) {
             // The snapshot's check of the last remote version fails: the network goes down and
             // what watch sent since the last snapshot is lost with the stream.
             suspendNetwork(retrying: .probe)
@@ -73,13 +73,13 @@ extension EdgeClient {
         }
         let wasOffline = watch.offline
         let outcome = try watch.receive(message, remoteKeys: scriptedRemoteKeys, database: settings.databaseID,
-                                        lastSnapshot: targetCache.lastRemoteSnapshotVersion)
+                                        lastSnapshot: local.targetCache.lastRemoteSnapshotVersion)
         scripted = watch
         switch outcome {
         case .none:
             break
         case .remoteEvent(let event):
-            if faults.fails(.applyRemoteEvent) {
+            if local.faults.fails(.applyRemoteEvent) {
                 suspendNetwork(retrying: .probe)
             } else {
                 applyRemoteEvent(event)
@@ -101,18 +101,18 @@ extension EdgeClient {
     /// view (localStoreApplyRemoteEvent, then the sync engine's view pass).
     func applyRemoteEvent(_ event: RemoteEvent) {
         for (targetID, change) in event.targetChanges { limbo.noteChange(targetID, change) }
-        targetCache.beginOperation()
-        targetCache.noteRemoteSnapshot(event.snapshotVersion)
+        local.targetCache.beginOperation()
+        local.targetCache.noteRemoteSnapshot(event.snapshotVersion)
         for (targetID, change) in event.targetChanges.sorted(by: { $0.key < $1.key }) {
-            guard let queryID = targetCache.queryIDs[targetID], let old = targetCache.targets[queryID] else { continue }
+            guard let queryID = local.targetCache.queryIDs[targetID], let old = local.targetCache.targets[queryID] else { continue }
             var keys = old.documents
             keys.subtract(change.removed)
             keys.formUnion(change.added)
-            for path in targetCache.applyServerResult(queryID, documents: keys) where remote[path] != nil { persistSequence(path) }
+            for path in local.targetCache.applyServerResult(queryID, documents: keys) where local.remoteDocuments[path] != nil { persistSequence(path) }
             if event.targetMismatches[targetID] != nil {
-                targetCache.setResumeToken(queryID, "", version: .zero)
+                local.targetCache.setResumeToken(queryID, "", version: .zero)
             } else if !change.resumeToken.isEmpty {
-                targetCache.setResumeToken(queryID, change.resumeToken, version: event.snapshotVersion)
+                local.targetCache.setResumeToken(queryID, change.resumeToken, version: event.snapshotVersion)
             }
             // As the SDK: a new token alone is written at most every 5 minutes (shouldPersistTargetData).
             let changedDocuments = !change.added.isEmpty || !change.modified.isEmpty || !change.removed.isEmpty
@@ -124,12 +124,12 @@ extension EdgeClient {
             broadcast(EdgeClient.targetNotification(targetID, "current"))
         }
         for (listenerID, entry) in listeners {
-            if let targetID = targetCache.targets[entry.queryID]?.targetID, let change = event.targetChanges[targetID] {
+            if let targetID = local.targetCache.targets[entry.queryID]?.targetID, let change = event.targetChanges[targetID] {
                 listeners[listenerID]?.current = change.current
                 if change.current { tabs.limboTrackedTargets?.insert(targetID) }
             }
         }
-        let resets = Set(event.targetMismatches.keys.compactMap { targetCache.queryIDs[$0] })
+        let resets = Set(event.targetMismatches.keys.compactMap { local.targetCache.queryIDs[$0] })
         updateViews(pendingResets: resets)
     }
 
@@ -137,20 +137,20 @@ extension EdgeClient {
     /// the same version of one derived from an acknowledged write; a "missing at version 0"
     /// (access lost) drops the document.
     private func acceptScripted(_ path: ResourcePath, _ update: RemoteDocument) {
-        targetCache.touch(path)
+        local.targetCache.touch(path)
         if case .missing(let version, _) = update, version == .zero {
-            guard remote[path] != nil else { return }
-            remote.set(path, nil)
+            guard local.remoteDocuments[path] != nil else { return }
+            local.remoteDocuments.set(path, nil)
             persistRemote(path)
             return
         }
-        if let existing = remote[path] {
+        if let existing = local.remoteDocuments[path] {
             let derivedFromWrite = switch existing {
             case .found(_, let committed), .missing(_, let committed): committed
             }
             guard update.version > existing.version || (update.version == existing.version && derivedFromWrite) else { return }
         }
-        remote.set(path, update)
+        local.remoteDocuments.set(path, update)
         persistRemote(path)
     }
 
@@ -160,17 +160,17 @@ extension EdgeClient {
         for target in targets {
             let targetID = target.id
             if !limbo.isLookup(targetID) { broadcast(EdgeClient.targetNotification(targetID, "rejected")) }
-            if limbo.isLookup(targetID), faults.fails(.applyRemoteEvent) {
+            if limbo.isLookup(targetID), local.faults.fails(.applyRemoteEvent) {
                 // Dropping the document fails: the lookup stays, and is asked for again when
                 // the network comes back.
                 scripted?.restore(target)
                 suspendNetwork(retrying: .probe)
             } else if let (path, actions) = limbo.rejected(targetID) {
-                targetCache.beginOperation()
+                local.targetCache.beginOperation()
                 acceptScripted(path, .missing(version: .zero))
                 applyLimboActions(actions)
                 updateViews()
-            } else if let queryID = targetCache.queryIDs[targetID] {
+            } else if let queryID = local.targetCache.queryIDs[targetID] {
                 endListeners(ofQuery: queryID, with: error)
                 applyLimboActions(limbo.removeTarget(targetID))
                 collectEagerGarbage()
@@ -184,7 +184,7 @@ extension EdgeClient {
         guard scripted != nil else { return }
         var byTarget: [Int: Set<ResourcePath>] = [:]
         for entry in listeners.values where !entry.options.cacheOnly {
-            guard let targetID = targetCache.targets[entry.queryID]?.targetID,
+            guard let targetID = local.targetCache.targets[entry.queryID]?.targetID,
                   tabs.limboTrackedTargets?.contains(targetID) ?? true else { continue }
             byTarget[targetID, default: []].formUnion(entry.view.limboDocuments)
         }
@@ -211,9 +211,9 @@ extension EdgeClient {
         }
         var released: [(Int64, WriteState)] = []
         for _ in 0..<max(count, 0) {
-            guard canUseNetwork, let batch = queue.first else { break }
+            guard canUseNetwork, let batch = local.mutationQueue.first else { break }
             let results = batch.writes.map { _ in WriteResult(updateTime: commitTime, transformResults: nil) }
-            if !faults.fails(.acknowledgeBatch) { storage?.deleteMutation(id: batch.id) }
+            if !local.faults.fails(.acknowledgeBatch) { local.storage?.deleteMutation(id: batch.id) }
             settle(.acknowledge(batch, CommitResult(commitTime: commitTime, writeResults: results)))
             released.append((batch.id, writeStates[batch.id] ?? .pending))
         }

@@ -36,7 +36,7 @@ extension EdgeClient {
     /// Another uid switches the documents' mutation queue, as the SDK's user change does.
     public func setAuth(_ json: JSON) async throws(FiregateError) -> JSON {
         let next = try ClientAuth.parse(json)
-        if recovery.hasUserChange || ((next?.uid ?? "") != currentUser && faults.fails(.handleUserChange)) {
+        if recovery.hasUserChange || ((next?.uid ?? "") != currentUser && local.faults.fails(.handleUserChange)) {
             // The user change cannot be stored (or waits behind one that could not): the
             // network stays down until a retry applies it, in order.
             suspendNetwork(retrying: .userChange(next))
@@ -61,10 +61,10 @@ extension EdgeClient {
     /// new user's (kept from an earlier sign-in) come back. `waitForPendingWrites` calls end.
     func switchMutationQueue(from previousUser: String) {
         let nextID = nextBatchID
-        if !queue.isEmpty { parkedQueues[previousUser] = queue }
-        var incoming = parkedQueues.removeValue(forKey: currentUser) ?? MutationQueue()
+        if !local.mutationQueue.isEmpty { local.queuesByUser[previousUser] = local.mutationQueue }
+        var incoming = local.queuesByUser.removeValue(forKey: currentUser) ?? MutationQueue()
         incoming.reserveIDs(from: nextID)
-        queue = incoming
+        local.mutationQueue = incoming
         for waiter in pendingWriteWaiters { waiter.continuation.resume(returning: false) }
         pendingWriteWaiters.removeAll()
         updateViews()
@@ -74,10 +74,10 @@ extension EdgeClient {
     /// Removes a batch from whichever user's queue holds it (an answer may arrive after the
     /// user changed).
     func takeBatch(_ batchID: Int64) -> MutationBatch? {
-        if let batch = queue.remove(batchID) { return batch }
-        for user in Array(parkedQueues.keys) {
-            guard let batch = parkedQueues[user]?.remove(batchID) else { continue }
-            if parkedQueues[user]?.isEmpty == true { parkedQueues.removeValue(forKey: user) }
+        if let batch = local.mutationQueue.remove(batchID) { return batch }
+        for user in Array(local.queuesByUser.keys) {
+            guard let batch = local.queuesByUser[user]?.remove(batchID) else { continue }
+            if local.queuesByUser[user]?.isEmpty == true { local.queuesByUser.removeValue(forKey: user) }
             return batch
         }
         return nil
@@ -159,7 +159,7 @@ extension EdgeClient {
     /// `gates:releaseWrite`: the oldest document batches first, then tree writes.
     public func releaseAnyWrites(count: Int) async throws(FiregateError) -> [JSON] {
         var released: [JSON] = []
-        if !queue.isEmpty {
+        if !local.mutationQueue.isEmpty {
             for (writeID, state) in try await releaseWrites(count: count) { released.append(EdgeClient.render(writeID, state)) }
         }
         let remaining = count - released.count
@@ -172,7 +172,7 @@ extension EdgeClient {
 
     /// `gates:releaseWrite {"fail"}`: the oldest document batch, else the oldest tree write.
     public func failAnyWrite(_ status: Status) async throws(FiregateError) -> JSON? {
-        if !queue.isEmpty, let (writeID, state) = try failWrite(status) { return EdgeClient.render(writeID, state) }
+        if !local.mutationQueue.isEmpty, let (writeID, state) = try failWrite(status) { return EdgeClient.render(writeID, state) }
         if let (writeID, state) = await treeSync?.failWrite(status) { return EdgeClient.render(treeWrite: writeID, state) }
         return nil
     }

@@ -7,11 +7,11 @@ import FiregateModel
 /// succeeds on a retry (the `async_queue_retry` timer); a failed user change waits the same way.
 extension EdgeClient {
     public func setFaults(_ json: JSON) throws(FiregateError) -> JSON {
-        try faults.update(json)
+        try local.faults.update(json)
         return faultsJSON
     }
 
-    public var faultsJSON: JSON { faults.json.withMember("recovering", .int(Int64(recovery.pending.count))) }
+    public var faultsJSON: JSON { local.faults.json.withMember("recovering", .int(Int64(recovery.pending.count))) }
 
     /// The switch is on, no failed operation holds the network down, and (on a shared
     /// persistence) a primary tab owns the streams.
@@ -19,7 +19,7 @@ extension EdgeClient {
 
     /// Throws the failure of `operation` if it is failing.
     func checkStorage(_ operation: StorageFaults.Operation) throws(FiregateError) {
-        if faults.fails(operation) { throw StorageFaults.error(operation) }
+        if local.faults.fails(operation) { throw StorageFaults.error(operation) }
     }
 
     /// disableNetworkUntilRecovery (or a user change that failed): watch and writes stop until
@@ -44,7 +44,7 @@ extension EdgeClient {
     /// again; the network comes back once no failed storage operation waits.
     func retryRecovery() -> Bool {
         guard !recovery.isEmpty else { return false }
-        guard let operation = recovery.takeRunnable(faults) else {
+        guard let operation = recovery.takeRunnable(local.faults) else {
             // Still failing: the attempt itself takes the network down again.
             holdNetwork(offline: recovery.holdsStorageFailure)
             return true

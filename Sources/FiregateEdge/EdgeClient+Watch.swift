@@ -91,7 +91,7 @@ extension EdgeClient {
         // A target refreshed after this commit already holds it.
         let behind = ids.filter { listeners[$0].map { record.sequence > ($0.serverSequence ?? .max) } ?? false }
         guard !behind.isEmpty else { return }
-        targetCache.beginOperation()
+        local.targetCache.beginOperation()
         var changed = Set<ResourcePath>()
         for change in record.changes where behind.contains(where: { id in
             listeners[id].map { $0.query.containsPath(change.path) || $0.serverPaths.contains(change.path) } ?? false
@@ -125,7 +125,7 @@ extension EdgeClient {
             entry.current = true
             let queryID = entry.queryID
             listeners[listenerID] = entry
-            for path in targetCache.applyServerChanges(queryID, joined: joined, left: left) where remote[path] != nil { persistSequence(path) }
+            for path in local.targetCache.applyServerChanges(queryID, joined: joined, left: left) where local.remoteDocuments[path] != nil { persistSequence(path) }
             persistTarget(queryID, changed: (joined, left))
         }
         updateViews(changed: changed)
@@ -135,7 +135,7 @@ extension EdgeClient {
     /// marks the targets current, then updates every view once.
     func refreshTargets(_ ids: [Int]) {
         let database = self.database
-        targetCache.beginOperation()
+        local.targetCache.beginOperation()
         let judge = backend.rules.documentJudge(settings.databaseID, caller: RulesCaller(identity: rulesIdentity, surface: "edge", client: id))
         for listenerID in ids {
             guard var entry = listeners[listenerID] else { continue }
@@ -159,14 +159,14 @@ extension EdgeClient {
                 acceptFromWatch(path, doc)
             }
             entry.serverPaths = seen
-            if !entry.current, let targetID = targetCache.targets[entry.queryID]?.targetID {
+            if !entry.current, let targetID = local.targetCache.targets[entry.queryID]?.targetID {
                 broadcast(EdgeClient.targetNotification(targetID, "current"))
             }
             entry.current = true
             entry.serverSequence = sequence
             entry.matches = entry.query.limit != nil || entry.query.offset > 0 ? matches : nil
             listeners[listenerID] = entry
-            for path in targetCache.applyServerResult(entry.queryID, documents: seen) where remote[path] != nil {
+            for path in local.targetCache.applyServerResult(entry.queryID, documents: seen) where local.remoteDocuments[path] != nil {
                 persistSequence(path)
             }
             persistTarget(entry.queryID)
@@ -192,7 +192,7 @@ extension EdgeClient {
     /// of `deletedAt` — a commit's time — or of now).
     func acceptFromWatch(_ path: ResourcePath, _ document: Document?, deletedAt: Timestamp? = nil) {
         let entry: RemoteDocument = document.map { .found($0, committed: false) } ?? .missing(version: deletedAt ?? backend.clock.now())
-        if let existing = remote[path] {
+        if let existing = local.remoteDocuments[path] {
             // A deletion from an older commit than the cached version came before it.
             if let deletedAt, document == nil, existing.version > deletedAt { return }
             // Never go back to an older server version; a committed local version is confirmed
@@ -201,15 +201,15 @@ extension EdgeClient {
             if existing == entry { return }
             if case .missing = existing, document == nil { return }
         }
-        targetCache.touch(path)
-        remote.set(path, entry)
+        local.targetCache.touch(path)
+        local.remoteDocuments.set(path, entry)
         persistRemote(path)
     }
 
     func persistRemote(_ path: ResourcePath) {
-        guard settings.persistence == .persistent, let storage else { return }
-        let sequence = targetCache.documentSequence[path] ?? 0
-        switch remote[path] {
+        guard settings.persistence == .persistent, let storage = local.storage else { return }
+        let sequence = local.targetCache.documentSequence[path] ?? 0
+        switch local.remoteDocuments[path] {
         case .found(let doc, let committed)?: storage.saveDocument(path, found: doc, committed: committed, version: doc.updateTime, sequenceNumber: sequence)
         case .missing(let version, let committed)?: storage.saveDocument(path, found: nil, committed: committed, version: version, sequenceNumber: sequence)
         case nil: storage.deleteDocuments([path])
@@ -218,13 +218,13 @@ extension EdgeClient {
 
     /// The cached document was referenced by the current operation (LRU bookkeeping).
     func touch(_ path: ResourcePath) {
-        guard remote[path] != nil else { return }
-        targetCache.touch(path)
+        guard local.remoteDocuments[path] != nil else { return }
+        local.targetCache.touch(path)
         persistSequence(path)
     }
 
     func persistSequence(_ path: ResourcePath) {
-        if settings.persistence == .persistent { storage?.saveDocumentSequence(path, targetCache.documentSequence[path] ?? 0) }
+        if settings.persistence == .persistent { local.storage?.saveDocumentSequence(path, local.targetCache.documentSequence[path] ?? 0) }
     }
 
     /// Saves a target: whole, or (`changed`: the keys that joined and left its result since it was
@@ -232,14 +232,14 @@ extension EdgeClient {
     /// of the result.
     func persistTarget(_ queryID: String, changed: (joined: Set<ResourcePath>, left: Set<ResourcePath>)? = nil) {
         // A memory cache is its own persistence: what it stored is what a re-listen finds.
-        targetCache.noteSaved(queryID)
-        guard settings.persistence == .persistent, let storage else { return }
-        if let changed, let target = targetCache.targets[queryID] {
+        local.targetCache.noteSaved(queryID)
+        guard settings.persistence == .persistent, let storage = local.storage else { return }
+        if let changed, let target = local.targetCache.targets[queryID] {
             let documents = target.documents
             storage.saveTargetPosition(.init(query: queryID, sequenceNumber: target.sequenceNumber, synced: target.synced, targetID: target.targetID,
                                              resumeToken: target.resumeToken, snapshotVersion: target.snapshotVersion),
                                        joined: Array(changed.joined), left: Array(changed.left)) { Array(documents) }
-        } else if let target = targetCache.targets[queryID] {
+        } else if let target = local.targetCache.targets[queryID] {
             storage.saveTarget(EdgeCacheStorage.StoredTarget(query: queryID, sequenceNumber: target.sequenceNumber, synced: target.synced,
                                                              documents: Array(target.documents), targetID: target.targetID,
                                                              resumeToken: target.resumeToken, snapshotVersion: target.snapshotVersion))

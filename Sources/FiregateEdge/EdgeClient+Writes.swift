@@ -19,16 +19,16 @@ extension EdgeClient {
         let user = user(of: tab)
         let batch: MutationBatch
         if user == currentUser {
-            batch = queue.add(writes: writes, localWriteTime: now())
+            batch = local.mutationQueue.add(writes: writes, localWriteTime: now())
         } else {
-            var parked = parkedQueues[user] ?? MutationQueue()
+            var parked = local.queuesByUser[user] ?? MutationQueue()
             parked.reserveIDs(from: nextBatchID)
             batch = parked.add(writes: writes, localWriteTime: now())
-            parkedQueues[user] = parked
-            queue.reserveIDs(from: parked.nextID)
+            local.queuesByUser[user] = parked
+            local.mutationQueue.reserveIDs(from: parked.nextID)
         }
         writeStates.pending(batch.id, .pending)
-        if settings.persistence == .persistent, let storage {
+        if settings.persistence == .persistent, let storage = local.storage {
             let json = JSON.array(writes.map { $0.json(database: settings.databaseID) })
             do {
                 // Queued while this actor still runs (the body of the continuation runs at once):
@@ -74,11 +74,11 @@ extension EdgeClient {
         ackWaiters[batchID]?.remove(at: i).continuation.resume(returning: .pending)
     }
 
-    public var pendingWrites: [MutationBatch] { queue.batches }
+    public var pendingWrites: [MutationBatch] { local.mutationQueue.batches }
 
     /// Starts the pipeline unless it runs already or may not send (offline, gate, terminated).
     func pumpWrites() {
-        guard !sendingWrites, canUseNetwork, !gates.holdWrites, !terminated, !writesPaused, !queue.isEmpty else { return }
+        guard !sendingWrites, canUseNetwork, !gates.holdWrites, !terminated, !writesPaused, !local.mutationQueue.isEmpty else { return }
         sendingWrites = true
         Task { await self.sendQueuedWrites() }
     }
@@ -94,7 +94,7 @@ extension EdgeClient {
         defer { sendingWrites = false }
         while canUseNetwork, !gates.holdWrites, !terminated, !writesPaused {
             // The oldest batches, up to one another sender has on the wire (order is kept).
-            let batches = queue.batches.prefix(EdgeClient.maxPendingWrites).prefix { !inFlight.contains($0.id) }
+            let batches = local.mutationQueue.batches.prefix(EdgeClient.maxPendingWrites).prefix { !inFlight.contains($0.id) }
             guard !batches.isEmpty else { return }
             for batch in batches { inFlight.insert(batch.id) }
             defer { for batch in batches { inFlight.remove(batch.id) } }
@@ -102,7 +102,7 @@ extension EdgeClient {
             var begun: [(MutationBatch, Result<DocumentDatabase.PendingCommit, FiregateError>)] = []
             for batch in batches {
                 // A batch may have been settled while this round waited.
-                guard queue.batches.contains(where: { $0.id == batch.id }) else { continue }
+                guard local.mutationQueue.batches.contains(where: { $0.id == batch.id }) else { continue }
                 let started = beginCommit(batch)
                 begun.append((batch, started))
                 if case .failure(let error) = started, !error.status.isPermanentWriteError { break }
@@ -131,7 +131,7 @@ extension EdgeClient {
             // The batch leaves the on-disk queue in the commit's own transaction.
             // Judged with the identity the client has as it sends the batch.
             let judge = backend.rules.documentJudge(settings.databaseID, caller: RulesCaller(identity: rulesIdentity, surface: "edge", client: id))
-            return .success(try database.beginCommit(batch.writes, companion: storage?.mutationRemoval(id: batch.id), judge: judge))
+            return .success(try database.beginCommit(batch.writes, companion: local.storage?.mutationRemoval(id: batch.id), judge: judge))
         } catch {
             return .failure(error)
         }
@@ -165,7 +165,7 @@ extension EdgeClient {
         defer { inFlight.remove(batch.id) }
         if network.latencyMs > 0 { try? await Task.sleep(for: .milliseconds(network.latencyMs)) }
         // The batch may have been settled while this call waited.
-        guard queue.batches.contains(where: { $0.id == batch.id }) else { return true }
+        guard local.mutationQueue.batches.contains(where: { $0.id == batch.id }) else { return true }
         return settle(batch, await EdgeClient.outcome(of: beginCommit(batch)))
     }
 
@@ -197,7 +197,7 @@ extension EdgeClient {
     /// retry stores it (executeWithRecovery).
     /// `viewsFollow: false` leaves the views to the caller (`viewsFollowAnswers`).
     func settle(_ answer: RecoveryQueue.Operation, viewsFollow: Bool = true) {
-        if faults.fails(answer.storageOperation) {
+        if local.faults.fails(answer.storageOperation) {
             suspendNetwork(retrying: answer)
         } else {
             apply(answer, viewsFollow: viewsFollow)
@@ -225,10 +225,10 @@ extension EdgeClient {
     func acknowledge(_ batch: MutationBatch, _ result: CommitResult) {
         guard takeBatch(batch.id) != nil else { return }
         // The batch no longer holds its documents (removeMutationReference).
-        targetCache.beginOperation()
-        for path in batch.paths { targetCache.touch(path) }
+        local.targetCache.beginOperation()
+        for path in batch.paths { local.targetCache.touch(path) }
         for path in batch.paths {
-            let base = remote[path]
+            let base = local.remoteDocuments[path]
             if let base, base.version >= result.commitTime {
                 persistSequence(path)
                 continue
@@ -239,7 +239,7 @@ extension EdgeClient {
                     current = outcome.document
                 }
             }
-            remote.set(path, current.map { .found($0, committed: true) } ?? .missing(version: result.commitTime, committed: true))
+            local.remoteDocuments.set(path, current.map { .found($0, committed: true) } ?? .missing(version: result.commitTime, committed: true))
             persistRemote(path)
         }
         finish(batch.id, .acknowledged(result))
@@ -248,8 +248,8 @@ extension EdgeClient {
     /// The server refused the batch for good: drop it and revert the local view.
     func reject(_ batch: MutationBatch, _ error: FiregateError) {
         guard takeBatch(batch.id) != nil else { return }
-        storage?.deleteMutation(id: batch.id)
-        targetCache.beginOperation()
+        local.storage?.deleteMutation(id: batch.id)
+        local.targetCache.beginOperation()
         for path in batch.paths { touch(path) }
         finish(batch.id, .rejected(error))
     }
@@ -266,7 +266,7 @@ extension EdgeClient {
         case .pending: break
         }
         for waiter in ackWaiters.removeValue(forKey: batchID) ?? [] { waiter.continuation.resume(returning: state) }
-        let lowest = queue.first?.id ?? Int64.max
+        let lowest = local.mutationQueue.first?.id ?? Int64.max
         pendingWriteWaiters.removeAll { waiter in
             guard waiter.upTo < lowest else { return false }
             waiter.continuation.resume(returning: true)
@@ -278,7 +278,7 @@ extension EdgeClient {
     /// when `timeoutMs` passes first. Never completes while offline, as in the SDK.
     public func waitForPendingWrites(timeoutMs: Int) async throws(FiregateError) -> Bool {
         try beginDataCall()
-        guard let upTo = queue.highestID else { return true }
+        guard let upTo = local.mutationQueue.highestID else { return true }
         nextWaiterID += 1
         let waiterID = nextWaiterID
         Task {
@@ -302,7 +302,7 @@ extension EdgeClient {
         }
         var released: [(Int64, WriteState)] = []
         for _ in 0..<max(count, 0) {
-            guard canUseNetwork, let batch = queue.first else { break }
+            guard canUseNetwork, let batch = local.mutationQueue.first else { break }
             await send(batch)
             released.append((batch.id, writeStates[batch.id] ?? .pending))
         }
@@ -312,7 +312,7 @@ extension EdgeClient {
     /// `gates:releaseWrite {"fail":status}`: the oldest batch fails with `status`; a permanent
     /// status rejects it, a transient one leaves it queued for retry.
     public func failWrite(_ status: Status) throws(FiregateError) -> (Int64, WriteState)? {
-        guard let batch = queue.first else { return nil }
+        guard let batch = local.mutationQueue.first else { return nil }
         if status.isPermanentWriteError {
             settle(.reject(batch, FiregateError(status, "The write was rejected by the test harness (\(status.rawValue)).")))
         }

@@ -9,7 +9,6 @@ import Foundation
 public actor EdgeClient {
     public let id: String
     let backend: Backend
-    let storage: EdgeCacheStorage?
     public internal(set) var settings: ClientSettings
     var network = NetworkConditions()
     var gates = Gates()
@@ -17,22 +16,11 @@ public actor EdgeClient {
     /// Set by the first data call; settings can no longer change afterwards (the SDK's rule).
     var started = false
 
-    var remote = RemoteDocumentCache()
-    /// Reads answered from the cache and documents dropped from it, for metrics.
-    var cacheStatistics = CacheStatistics()
-    /// The signed-in user's mutation queue.
-    var queue = MutationQueue()
-    /// Other users' queues, kept until that user signs in again (the SDK's per-user queues).
-    var parkedQueues: [String: MutationQueue] = [:]
+    /// The caches, queues, targets and their storage (the SDK's LocalStore).
+    var local: LocalStore
     var writeStates = WriteOutcomes<WriteState>()
-    /// Every query listened to, its server result's keys, and LRU sequence numbers.
-    var targetCache = TargetCache()
     /// Runs the LRU collection on the SDK's schedule once the client has started.
     let gcScheduler: GarbageCollectionScheduler?
-    var gcRuns = 0
-    var lastGC: JSON = .null
-    /// The SDK's indexAutoCreationEnabled: in memory only, off at every start.
-    var indexAutoCreation = false
     /// The Realtime Database side of the client: its own actor, told about the network,
     /// gates and lifecycle by this one. Made on first use, so a documents-only client pays
     /// nothing for it.
@@ -52,9 +40,8 @@ public actor EdgeClient {
     var scripted: ScriptedWatch?
     /// The limbo lookups of a scripted watch.
     var limbo = LimboResolutions(maxConcurrent: 100)
-    /// Injected persistence failures, what waits to be retried after one, and whether that
-    /// holds the network down.
-    var faults = StorageFaults()
+    /// What waits to be retried after an injected persistence failure, and whether that holds
+    /// the network down.
     var recovery = RecoveryQueue()
     var networkSuspended = false
     /// A shared persistence between primaries: no tab owns the watch and write streams, and
@@ -84,17 +71,17 @@ public actor EdgeClient {
         self.backend = backend
         self.gcScheduler = gcScheduler
         self.settings = settings
-        self.storage = storage
+        local = LocalStore(storage: storage)
         let savedAuth = treeSnapshot?.auth.flatMap(ClientAuth.init(json:))
         auth = savedAuth
         if let treeSnapshot, !treeSnapshot.writes.isEmpty || !treeSnapshot.rows.isEmpty || !treeSnapshot.queries.isEmpty {
             treeSync = EdgeClient.makeTree(id: id, backend: backend, settings: settings, link: TreeSync.Link(), restoring: treeSnapshot)
         }
         if let snapshot {
-            (remote, queue, writeStates, targetCache) = EdgeClient.restored(snapshot, database: settings.databaseID)
+            (local.remoteDocuments, local.mutationQueue, writeStates, local.targetCache) = EdgeClient.restored(snapshot, database: settings.databaseID)
         }
         if let snapshot, !snapshot.mutationUsers.isEmpty || savedAuth?.uid != nil {
-            (queue, parkedQueues) = EdgeClient.partition(queue, users: snapshot.mutationUsers, current: savedAuth?.uid ?? "")
+            (local.mutationQueue, local.queuesByUser) = EdgeClient.partition(local.mutationQueue, users: snapshot.mutationUsers, current: savedAuth?.uid ?? "")
         }
     }
 
@@ -130,19 +117,19 @@ public actor EdgeClient {
     }
 
     func localView() -> LocalViewBuilder {
-        remote.indexes.compact()
-        return LocalViewBuilder(database: settings.databaseID, remote: remote, queue: queue)
+        local.remoteDocuments.indexes.compact()
+        return LocalViewBuilder(database: settings.databaseID, remote: local.remoteDocuments, queue: local.mutationQueue)
     }
 
     /// The local view of `user`'s writes: a tab signed in as another user than the primary's
     /// sees its own user's queue over the shared cache, as the SDK's per-user queues do.
     func localView(for user: String) -> LocalViewBuilder {
         guard user != currentUser else { return localView() }
-        return LocalViewBuilder(database: settings.databaseID, remote: remote, queue: parkedQueues[user] ?? MutationQueue())
+        return LocalViewBuilder(database: settings.databaseID, remote: local.remoteDocuments, queue: local.queuesByUser[user] ?? MutationQueue())
     }
 
     /// The id the next batch of any user's queue gets: ids stay unique over every queue.
-    var nextBatchID: Int64 { parkedQueues.values.reduce(queue.nextID) { Swift.max($0, $1.nextID) } }
+    var nextBatchID: Int64 { local.queuesByUser.values.reduce(local.mutationQueue.nextID) { Swift.max($0, $1.nextID) } }
 
     /// The user a listener's or a write's tab is signed in as (the client's own user when it
     /// is no tab).
@@ -174,7 +161,7 @@ public actor EdgeClient {
     }
 
     func persistSettings() {
-        if settings.persistence == .persistent { storage?.saveSettings(settings.json) }
+        if settings.persistence == .persistent { local.storage?.saveSettings(settings.json) }
     }
 
     public func state() async -> JSON {
@@ -186,21 +173,21 @@ public actor EdgeClient {
             "network": network.json,
             "gates": gates.json,
             "terminated": .bool(terminated),
-            "pendingWrites": .int(Int64(queue.count)),
+            "pendingWrites": .int(Int64(local.mutationQueue.count)),
             "cache": [
-                "bytes": .int(Int64(cacheBytes)), "documents": .int(Int64(remote.count)), "targets": .int(Int64(targetCache.targets.count)),
-                "documentBytes": .int(Int64(remote.byteSize)), "targetBytes": .int(Int64(targetCache.byteSize)),
-                "mutationBytes": .int(Int64(queue.byteSize)),
-                "hits": .int(cacheStatistics.hits), "misses": .int(cacheStatistics.misses), "evictions": .int(cacheStatistics.evictions),
+                "bytes": .int(Int64(cacheBytes)), "documents": .int(Int64(local.remoteDocuments.count)), "targets": .int(Int64(local.targetCache.targets.count)),
+                "documentBytes": .int(Int64(local.remoteDocuments.byteSize)), "targetBytes": .int(Int64(local.targetCache.byteSize)),
+                "mutationBytes": .int(Int64(local.mutationQueue.byteSize)),
+                "hits": .int(local.cacheStatistics.hits), "misses": .int(local.cacheStatistics.misses), "evictions": .int(local.cacheStatistics.evictions),
             ],
             "listeners": .int(Int64(listeners.count)),
             "indexes": [
-                "count": .int(Int64(remote.indexes.indexes.count)), "autoCreation": .bool(indexAutoCreation),
-                "used": .bool(usesIndexes), "entries": .int(Int64(remote.indexes.entryCount)),
+                "count": .int(Int64(local.remoteDocuments.indexes.indexes.count)), "autoCreation": .bool(local.indexAutoCreation),
+                "used": .bool(usesIndexes), "entries": .int(Int64(local.remoteDocuments.indexes.entryCount)),
             ],
             "gc": [
                 "garbageCollector": .string(settings.garbageCollector.rawValue), "cacheSizeBytes": .int(settings.cacheSizeBytes),
-                "runs": .int(Int64(gcRuns)), "lastRun": lastGC,
+                "runs": .int(Int64(local.gcRuns)), "lastRun": local.lastGC,
             ],
             "lastEventId": .int(eventCounter),
             "watch": scriptedWatchJSON,
@@ -210,14 +197,14 @@ public actor EdgeClient {
 
     /// The client as an export archive holds it.
     public func archive() async -> JSON {
-        ClientArchive.encode(id: id, settings: settings, network: network, remote: remote, queue: queue, parked: parkedQueues, targets: targetCache,
+        ClientArchive.encode(id: id, settings: settings, network: network, remote: local.remoteDocuments, queue: local.mutationQueue, parked: local.queuesByUser, targets: local.targetCache,
                              indexes: indexDefinitions, tree: await treeSync?.archive(), auth: auth)
     }
 
     /// What `/metrics` adds up over clients.
     public func sample() -> ClientSample {
-        ClientSample(online: network.online, cacheBytes: cacheBytes, cacheDocuments: remote.count,
-                     cache: cacheStatistics, pendingWrites: queue.count)
+        ClientSample(online: network.online, cacheBytes: cacheBytes, cacheDocuments: local.remoteDocuments.count,
+                     cache: local.cacheStatistics, pendingWrites: local.mutationQueue.count)
     }
 
     public func disableNetwork() async {
@@ -264,7 +251,7 @@ public actor EdgeClient {
     }
 
     public var isOnline: Bool { network.online }
-    public var hasPendingWrites: Bool { !queue.isEmpty }
+    public var hasPendingWrites: Bool { !local.mutationQueue.isEmpty }
 
     public func setGates(_ json: JSON) async throws(FiregateError) {
         guard case .object = json else { throw .invalidArgument("Gates must be a JSON object.") }
@@ -302,22 +289,22 @@ public actor EdgeClient {
         var lost = 0
         if settings.persistence == .memory {
             auth = nil  // FirebaseAuth keeps the user on disk only with persistence
-            for batch in queue.batches + parkedQueues.values.flatMap(\.batches) {
+            for batch in local.mutationQueue.batches + local.queuesByUser.values.flatMap(\.batches) {
                 finish(batch.id, .rejected(FiregateError(.cancelled, "The write was lost when the app restarted without persistence.")))
                 lost += 1
             }
-            queue.removeAll()
-            parkedQueues.removeAll()
-            remote.removeAll()
-            remote.indexes.removeAll()
-            targetCache.removeAll()
+            local.mutationQueue.removeAll()
+            local.queuesByUser.removeAll()
+            local.remoteDocuments.removeAll()
+            local.remoteDocuments.indexes.removeAll()
+            local.targetCache.removeAll()
         } else {
-            targetCache.revertToSaved()
+            local.targetCache.revertToSaved()
         }
-        indexAutoCreation = false
+        local.indexAutoCreation = false
         // The retries of the old instance are gone with it; the persistence opens anew.
         recovery.removeAll()
-        faults = StorageFaults()
+        local.faults = StorageFaults()
         networkSuspended = false
         resetScriptedWatch()
         terminated = false
@@ -343,15 +330,15 @@ public actor EdgeClient {
             throw .clientState("Persistence can only be cleared before a Firestore instance is initialized or after it is terminated.")
         }
         await treeSync?.clearPersistence()
-        for batch in queue.batches + parkedQueues.values.flatMap(\.batches) {
+        for batch in local.mutationQueue.batches + local.queuesByUser.values.flatMap(\.batches) {
             finish(batch.id, .rejected(FiregateError(.cancelled, "The write was cleared with the persistence.")))
         }
-        queue.removeAll()
-        parkedQueues.removeAll()
-        remote.removeAll()
-        remote.indexes.removeAll()
-        targetCache.removeAll()
-        storage?.clear(includingSettings: false)
+        local.mutationQueue.removeAll()
+        local.queuesByUser.removeAll()
+        local.remoteDocuments.removeAll()
+        local.remoteDocuments.indexes.removeAll()
+        local.targetCache.removeAll()
+        local.storage?.clear(includingSettings: false)
         backend.operations.record(.client(client: id, action: "persistenceCleared"))
     }
 
@@ -364,7 +351,7 @@ public actor EdgeClient {
         stopWatch()
         gcScheduler?.cancel(self)
         terminated = true
-        storage?.clear(includingSettings: true)
+        local.storage?.clear(includingSettings: true)
         backend.operations.record(.client(client: id, action: "deleted"))
     }
 }

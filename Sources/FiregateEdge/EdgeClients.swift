@@ -113,7 +113,7 @@ public final class EdgeClients: Sendable {
     public var retiredStatistics: CacheStatistics { retired.withLock { $0 } }
 
     func retire(_ client: EdgeClient, reason: FiregateError?) async {
-        let statistics = await client.cacheStatistics
+        let statistics = await client.local.cacheStatistics
         retired.withLock { total in
             total.hits += statistics.hits
             total.misses += statistics.misses

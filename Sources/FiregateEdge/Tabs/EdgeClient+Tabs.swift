@@ -14,8 +14,8 @@ extension EdgeClient {
         let streamBefore = scriptedWatchJSON
         let previous = tabs.primary
         if decision.primary != previous {
-            faults = StorageFaults()
-            if let primary = decision.primary, let primaryFaults = decision.faults[primary] { faults = primaryFaults }
+            local.faults = StorageFaults()
+            if let primary = decision.primary, let primaryFaults = decision.faults[primary] { local.faults = primaryFaults }
             beginPrimaryTerm(of: decision.primary)
         }
         tabs.primary = decision.primary
@@ -48,7 +48,7 @@ extension EdgeClient {
     /// The faults a tab's transactions have now (the primary's are the engine's own `faults`).
     func setFaults(_ faults: StorageFaults, ofTab tab: String) {
         tabs.faults[tab] = faults
-        if tab == tabs.primary { self.faults = faults }
+        if tab == tabs.primary { self.local.faults = faults }
     }
 
     /// Another tab (or none) acts for the persistence now. Its sync engine starts without
@@ -62,8 +62,8 @@ extension EdgeClient {
         limbo = LimboResolutions(maxConcurrent: gates.maxConcurrentLimboResolutions, nextTargetID: primary.flatMap { tabs.limboNextTargetIDs[$0] } ?? 1)
         tabs.limboTrackedTargets = []
         tabs.termFirstRequests = [:]
-        targetCache.revertToSaved()
-        for target in targetCache.targets.values {
+        local.targetCache.revertToSaved()
+        for target in local.targetCache.targets.values {
             scripted?.setResumeToken(target.targetID, target.resumeToken, snapshotVersion: target.snapshotVersion)
         }
     }
@@ -168,7 +168,7 @@ extension EdgeClient {
 
     /// Every user's pending batch ids, and the next id a batch will get.
     func batchIDs() -> (Set<Int64>, Int64) {
-        let all = queue.batches + parkedQueues.values.flatMap(\.batches)
+        let all = local.mutationQueue.batches + local.queuesByUser.values.flatMap(\.batches)
         return (Set(all.map(\.id)), nextBatchID)
     }
 
