@@ -5,11 +5,16 @@ Not a test module itself: `test_documents_*.py` import it. Everything goes throu
 """
 import base64
 import calendar
-import math
 import re
 from datetime import datetime, timedelta, timezone
 
 import requests
+
+# clients/python has one Python -> Firestore value converter, kept with the spec replay's other
+# value code; these are its names here (re-exported for the test modules).
+from specreplay.values import Geo, Raw, Ref, Ts  # noqa: F401
+from specreplay.values import to_fields as fields  # noqa: F401
+from specreplay.values import to_value as enc  # noqa: F401
 
 # Proto3 JSON: Z-normalised, 0, 3, 6 or 9 fractional digits.
 TS_RE = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{3}|\.\d{6}|\.\d{9})?Z$")
@@ -69,60 +74,8 @@ def ts_minus_micros(s, micros):
 # Values
 # --------------------------------------------------------------------------------------------
 
-class Ref(str):
-    """A referenceValue (full resource name)."""
-
-
-class Ts(str):
-    """A timestampValue."""
-
-
-class Geo(tuple):
-    """A geoPointValue (latitude, longitude)."""
-
-    def __new__(cls, lat, lng):
-        return super().__new__(cls, (lat, lng))
-
-
-class Raw(dict):
-    """A Value given as literal JSON."""
-
-
-def enc(x):
-    """Python value -> Firestore Value JSON (as a careful REST client writes it)."""
-    if isinstance(x, Raw):
-        return dict(x)
-    if x is None:
-        return {"nullValue": None}
-    if isinstance(x, bool):
-        return {"booleanValue": x}
-    if isinstance(x, int):
-        return {"integerValue": str(x)}
-    if isinstance(x, float):
-        if math.isnan(x):
-            return {"doubleValue": "NaN"}
-        if math.isinf(x):
-            return {"doubleValue": "Infinity" if x > 0 else "-Infinity"}
-        return {"doubleValue": x}
-    if isinstance(x, Ref):
-        return {"referenceValue": str(x)}
-    if isinstance(x, Ts):
-        return {"timestampValue": str(x)}
-    if isinstance(x, Geo):
-        return {"geoPointValue": {"latitude": x[0], "longitude": x[1]}}
-    if isinstance(x, str):
-        return {"stringValue": x}
-    if isinstance(x, (bytes, bytearray)):
-        return {"bytesValue": base64.b64encode(bytes(x)).decode()}
-    if isinstance(x, (list, tuple)):
-        return {"arrayValue": {"values": [enc(v) for v in x]}} if x else {"arrayValue": {}}
-    if isinstance(x, dict):
-        return {"mapValue": {"fields": fields(x)}} if x else {"mapValue": {}}
-    raise TypeError(f"cannot encode {x!r}")
-
-
-def fields(d):
-    return {k: enc(v) for k, v in d.items()}
+# `enc` (Python value -> Firestore Value JSON), `fields` and the marker types Ref, Ts, Geo and Raw
+# are imported above from specreplay/values.py.
 
 
 # --------------------------------------------------------------------------------------------
