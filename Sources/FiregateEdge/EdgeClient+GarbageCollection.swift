@@ -64,7 +64,7 @@ extension EdgeClient {
                                             activeQueries: activeQueries, pinned: referencedPaths(includingTargets: false),
                                             parameters: parameters)
         for queryID in plan.targets { local.targetCache.remove(queryID) }
-        if settings.persistence == .persistent, !plan.targets.isEmpty { local.storage?.deleteTargets(plan.targets) }
+        local.deleteSavedTargets(plan.targets)
         for path in plan.documents { drop(path) }
         let result: JSON = [
             "didRun": .bool(plan.didRun), "sequenceNumbersCollected": .int(Int64(plan.sequenceNumbersCollected)),
@@ -84,6 +84,6 @@ extension EdgeClient {
         local.remoteDocuments.set(path, nil)
         local.targetCache.forget(path)
         local.cacheStatistics.evictions += 1
-        persistRemote(path)
+        local.persistRemote(path)
     }
 }

@@ -77,7 +77,6 @@ extension EdgeClient {
     }
 
     func persistIndexes() {
-        guard settings.persistence == .persistent else { return }
-        local.storage?.saveIndexes(indexDefinitions)
+        local.saveIndexes(indexDefinitions)
     }
 }

@@ -23,7 +23,7 @@ extension EdgeClient {
         local.targetCache.beginOperation()
         if local.targetCache.targets[queryID] == nil {
             local.targetCache.allocate(queryID)
-            persistTarget(queryID)
+            local.persistTarget(queryID)
         }
         // A target another listener already keeps current starts current (its query state),
         // for a listener from the cache too: the SDK shares the query's view between them.
@@ -77,7 +77,7 @@ extension EdgeClient {
             if !entry.options.cacheOnly { unlisten(entry.queryID) }
             local.targetCache.beginOperation()
             releaseTarget(entry.queryID)
-            for doc in entry.view.documents { touch(doc.document.path) }
+            for doc in entry.view.documents { local.touch(doc.document.path) }
         }
         if !listeners.values.contains(where: { !$0.options.cacheOnly }) { stopWatch() }
         collectEagerGarbage()
@@ -90,7 +90,7 @@ extension EdgeClient {
         if local.faults.fails(.releaseTarget) {
             local.targetCache.revertToSaved(queryID)
         } else {
-            persistTarget(queryID)
+            local.persistTarget(queryID)
         }
     }
 

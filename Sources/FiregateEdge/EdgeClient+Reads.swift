@@ -27,7 +27,7 @@ extension EdgeClient {
             try await simulateLatency()
             let doc = (try? database.get(path).value) ?? nil
             local.targetCache.beginOperation()
-            acceptFromWatch(path, doc)
+            local.acceptFromWatch(path, doc)
             let local = localView().document(path)
             updateViews()
             collectEagerGarbage()
@@ -59,12 +59,12 @@ extension EdgeClient {
             try await simulateLatency()
             if let result = try? database.runQuery(query).value.documents {
                 local.targetCache.beginOperation()
-                for doc in result { acceptFromWatch(doc.path, doc) }
+                for doc in result { local.acceptFromWatch(doc.path, doc) }
                 // Cached documents the server no longer lists: learn what became of them, so the
                 // answer is the server's result (plus local writes), not a stale cache.
                 let listed = Set(result.map(\.path))
                 for doc in localView().run(query) where !doc.hasLocalMutations && !listed.contains(doc.document.path) {
-                    acceptFromWatch(doc.document.path, (try? database.get(doc.document.path).value) ?? nil)
+                    local.acceptFromWatch(doc.document.path, (try? database.get(doc.document.path).value) ?? nil)
                 }
             }
             let local = localView().run(query)

@@ -108,7 +108,7 @@ extension EdgeClient {
             var keys = old.documents
             keys.subtract(change.removed)
             keys.formUnion(change.added)
-            for path in local.targetCache.applyServerResult(queryID, documents: keys) where local.remoteDocuments[path] != nil { persistSequence(path) }
+            for path in local.targetCache.applyServerResult(queryID, documents: keys) where local.remoteDocuments[path] != nil { local.persistSequence(path) }
             if event.targetMismatches[targetID] != nil {
                 local.targetCache.setResumeToken(queryID, "", version: .zero)
             } else if !change.resumeToken.isEmpty {
@@ -117,7 +117,7 @@ extension EdgeClient {
             // As the SDK: a new token alone is written at most every 5 minutes (shouldPersistTargetData).
             let changedDocuments = !change.added.isEmpty || !change.modified.isEmpty || !change.removed.isEmpty
             let tokenAge = event.snapshotVersion.microseconds - old.snapshotVersion.microseconds
-            if old.resumeToken.isEmpty || changedDocuments || tokenAge >= 300_000_000 { persistTarget(queryID) }
+            if old.resumeToken.isEmpty || changedDocuments || tokenAge >= 300_000_000 { local.persistTarget(queryID) }
         }
         for (path, update) in event.documentUpdates.sorted(by: { $0.key < $1.key }) { acceptScripted(path, update) }
         for (targetID, change) in event.targetChanges.sorted(by: { $0.key < $1.key }) where change.current && !limbo.isLookup(targetID) {
@@ -141,7 +141,7 @@ extension EdgeClient {
         if case .missing(let version, _) = update, version == .zero {
             guard local.remoteDocuments[path] != nil else { return }
             local.remoteDocuments.set(path, nil)
-            persistRemote(path)
+            local.persistRemote(path)
             return
         }
         if let existing = local.remoteDocuments[path] {
@@ -151,7 +151,7 @@ extension EdgeClient {
             guard update.version > existing.version || (update.version == existing.version && derivedFromWrite) else { return }
         }
         local.remoteDocuments.set(path, update)
-        persistRemote(path)
+        local.persistRemote(path)
     }
 
     /// Watch refused these targets: a limbo lookup loses the document, a query's listeners get
@@ -213,7 +213,7 @@ extension EdgeClient {
         for _ in 0..<max(count, 0) {
             guard canUseNetwork, let batch = local.mutationQueue.first else { break }
             let results = batch.writes.map { _ in WriteResult(updateTime: commitTime, transformResults: nil) }
-            if !local.faults.fails(.acknowledgeBatch) { local.storage?.deleteMutation(id: batch.id) }
+            if !local.faults.fails(.acknowledgeBatch) { local.deleteSavedMutation(batch.id) }
             settle(.acknowledge(batch, CommitResult(commitTime: commitTime, writeResults: results)))
             released.append((batch.id, writeStates[batch.id] ?? .pending))
         }

@@ -96,7 +96,7 @@ extension EdgeClient {
         for change in record.changes where behind.contains(where: { id in
             listeners[id].map { $0.query.containsPath(change.path) || $0.serverPaths.contains(change.path) } ?? false
         }) {
-            acceptFromWatch(change.path, change.after, deletedAt: record.commitTime)
+            local.acceptFromWatch(change.path, change.after, deletedAt: record.commitTime)
             changed.insert(change.path)
         }
         let database = settings.databaseID
@@ -125,8 +125,8 @@ extension EdgeClient {
             entry.current = true
             let queryID = entry.queryID
             listeners[listenerID] = entry
-            for path in local.targetCache.applyServerChanges(queryID, joined: joined, left: left) where local.remoteDocuments[path] != nil { persistSequence(path) }
-            persistTarget(queryID, changed: (joined, left))
+            for path in local.targetCache.applyServerChanges(queryID, joined: joined, left: left) where local.remoteDocuments[path] != nil { local.persistSequence(path) }
+            local.persistTarget(queryID, changed: (joined, left))
         }
         updateViews(changed: changed)
     }
@@ -147,7 +147,7 @@ extension EdgeClient {
             let result = matches.window
             var seen = Set<ResourcePath>()
             for doc in result {
-                acceptFromWatch(doc.path, doc)
+                local.acceptFromWatch(doc.path, doc)
                 seen.insert(doc.path)
             }
             // Documents the target or the view held that the server no longer lists: learn what
@@ -156,7 +156,7 @@ extension EdgeClient {
             for doc in entry.view.documents where !doc.hasLocalMutations { stale.insert(doc.document.path) }
             for path in stale.subtracting(seen) {
                 let doc = (try? database.get(path).value) ?? nil
-                acceptFromWatch(path, doc)
+                local.acceptFromWatch(path, doc)
             }
             entry.serverPaths = seen
             if !entry.current, let targetID = local.targetCache.targets[entry.queryID]?.targetID {
@@ -167,9 +167,9 @@ extension EdgeClient {
             entry.matches = entry.query.limit != nil || entry.query.offset > 0 ? matches : nil
             listeners[listenerID] = entry
             for path in local.targetCache.applyServerResult(entry.queryID, documents: seen) where local.remoteDocuments[path] != nil {
-                persistSequence(path)
+                local.persistSequence(path)
             }
-            persistTarget(entry.queryID)
+            local.persistTarget(entry.queryID)
         }
         updateViews()
     }
@@ -185,66 +185,6 @@ extension EdgeClient {
             return nil
         } catch {
             return error
-        }
-    }
-
-    /// The server's version of a document replaces the cached one (nil: it does not exist, as
-    /// of `deletedAt` — a commit's time — or of now).
-    func acceptFromWatch(_ path: ResourcePath, _ document: Document?, deletedAt: Timestamp? = nil) {
-        let entry: RemoteDocument = document.map { .found($0, committed: false) } ?? .missing(version: deletedAt ?? backend.clock.now())
-        if let existing = local.remoteDocuments[path] {
-            // A deletion from an older commit than the cached version came before it.
-            if let deletedAt, document == nil, existing.version > deletedAt { return }
-            // Never go back to an older server version; a committed local version is confirmed
-            // (or superseded) by an equal or newer one.
-            if existing.version > entry.version, document != nil { return }
-            if existing == entry { return }
-            if case .missing = existing, document == nil { return }
-        }
-        local.targetCache.touch(path)
-        local.remoteDocuments.set(path, entry)
-        persistRemote(path)
-    }
-
-    func persistRemote(_ path: ResourcePath) {
-        guard settings.persistence == .persistent, let storage = local.storage else { return }
-        let sequence = local.targetCache.documentSequence[path] ?? 0
-        switch local.remoteDocuments[path] {
-        case .found(let doc, let committed)?: storage.saveDocument(path, found: doc, committed: committed, version: doc.updateTime, sequenceNumber: sequence)
-        case .missing(let version, let committed)?: storage.saveDocument(path, found: nil, committed: committed, version: version, sequenceNumber: sequence)
-        case nil: storage.deleteDocuments([path])
-        }
-    }
-
-    /// The cached document was referenced by the current operation (LRU bookkeeping).
-    func touch(_ path: ResourcePath) {
-        guard local.remoteDocuments[path] != nil else { return }
-        local.targetCache.touch(path)
-        persistSequence(path)
-    }
-
-    func persistSequence(_ path: ResourcePath) {
-        if settings.persistence == .persistent { local.storage?.saveDocumentSequence(path, local.targetCache.documentSequence[path] ?? 0) }
-    }
-
-    /// Saves a target: whole, or (`changed`: the keys that joined and left its result since it was
-    /// last saved) its position and just those keys, so a commit costs its change, not the size
-    /// of the result.
-    func persistTarget(_ queryID: String, changed: (joined: Set<ResourcePath>, left: Set<ResourcePath>)? = nil) {
-        // A memory cache is its own persistence: what it stored is what a re-listen finds.
-        local.targetCache.noteSaved(queryID)
-        guard settings.persistence == .persistent, let storage = local.storage else { return }
-        if let changed, let target = local.targetCache.targets[queryID] {
-            let documents = target.documents
-            storage.saveTargetPosition(.init(query: queryID, sequenceNumber: target.sequenceNumber, synced: target.synced, targetID: target.targetID,
-                                             resumeToken: target.resumeToken, snapshotVersion: target.snapshotVersion),
-                                       joined: Array(changed.joined), left: Array(changed.left)) { Array(documents) }
-        } else if let target = local.targetCache.targets[queryID] {
-            storage.saveTarget(EdgeCacheStorage.StoredTarget(query: queryID, sequenceNumber: target.sequenceNumber, synced: target.synced,
-                                                             documents: Array(target.documents), targetID: target.targetID,
-                                                             resumeToken: target.resumeToken, snapshotVersion: target.snapshotVersion))
-        } else {
-            storage.deleteTargets([queryID])
         }
     }
 

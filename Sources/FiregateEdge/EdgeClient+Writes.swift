@@ -28,16 +28,14 @@ extension EdgeClient {
             local.mutationQueue.reserveIDs(from: parked.nextID)
         }
         writeStates.pending(batch.id, .pending)
-        if settings.persistence == .persistent, let storage = local.storage {
+        if local.persistent {
             let json = JSON.array(writes.map { $0.json(database: settings.databaseID) })
             do {
                 // Queued while this actor still runs (the body of the continuation runs at once):
                 // the pump may send the batch during the wait, and its commit must not remove
                 // the batch from the disk before the batch is saved there.
                 try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-                    storage.saveMutation(id: batch.id, localWriteTime: batch.localWriteTime, writes: json, uid: user) {
-                        continuation.resume(with: $0)
-                    }
+                    local.saveMutation(batch, writes: json, uid: user) { continuation.resume(with: $0) }
                 }
             } catch {
                 _ = takeBatch(batch.id)
@@ -131,7 +129,7 @@ extension EdgeClient {
             // The batch leaves the on-disk queue in the commit's own transaction.
             // Judged with the identity the client has as it sends the batch.
             let judge = backend.rules.documentJudge(settings.databaseID, caller: RulesCaller(identity: rulesIdentity, surface: "edge", client: id))
-            return .success(try database.beginCommit(batch.writes, companion: local.storage?.mutationRemoval(id: batch.id), judge: judge))
+            return .success(try database.beginCommit(batch.writes, companion: local.mutationRemoval(batch.id), judge: judge))
         } catch {
             return .failure(error)
         }
@@ -230,7 +228,7 @@ extension EdgeClient {
         for path in batch.paths {
             let base = local.remoteDocuments[path]
             if let base, base.version >= result.commitTime {
-                persistSequence(path)
+                local.persistSequence(path)
                 continue
             }
             var current = base?.document
@@ -240,7 +238,7 @@ extension EdgeClient {
                 }
             }
             local.remoteDocuments.set(path, current.map { .found($0, committed: true) } ?? .missing(version: result.commitTime, committed: true))
-            persistRemote(path)
+            local.persistRemote(path)
         }
         finish(batch.id, .acknowledged(result))
     }
@@ -248,9 +246,9 @@ extension EdgeClient {
     /// The server refused the batch for good: drop it and revert the local view.
     func reject(_ batch: MutationBatch, _ error: FiregateError) {
         guard takeBatch(batch.id) != nil else { return }
-        local.storage?.deleteMutation(id: batch.id)
+        local.deleteSavedMutation(batch.id)
         local.targetCache.beginOperation()
-        for path in batch.paths { touch(path) }
+        for path in batch.paths { local.touch(path) }
         finish(batch.id, .rejected(error))
     }
 

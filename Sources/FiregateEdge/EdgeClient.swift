@@ -71,7 +71,7 @@ public actor EdgeClient {
         self.backend = backend
         self.gcScheduler = gcScheduler
         self.settings = settings
-        local = LocalStore(storage: storage)
+        local = LocalStore(storage: storage, persistent: settings.persistence == .persistent, clock: backend.clock)
         let savedAuth = treeSnapshot?.auth.flatMap(ClientAuth.init(json:))
         auth = savedAuth
         if let treeSnapshot, !treeSnapshot.writes.isEmpty || !treeSnapshot.rows.isEmpty || !treeSnapshot.queries.isEmpty {
@@ -154,6 +154,7 @@ public actor EdgeClient {
             throw .clientState("Firestore has already been started and its settings can no longer be changed. You can only modify settings before calling any other methods on a Firestore object.")
         }
         settings = updated
+        local.persistent = settings.persistence == .persistent
         await treeSync?.configure(namespace: settings.namespace, persistent: settings.persistence == .persistent, clockOffsetMs: settings.clockOffsetMs,
                              cacheSizeBytes: settings.treeCacheSizeBytes)
         persistSettings()
@@ -161,7 +162,7 @@ public actor EdgeClient {
     }
 
     func persistSettings() {
-        if settings.persistence == .persistent { local.storage?.saveSettings(settings.json) }
+        local.saveSettings(settings.json)
     }
 
     public func state() async -> JSON {
@@ -338,7 +339,7 @@ public actor EdgeClient {
         local.remoteDocuments.removeAll()
         local.remoteDocuments.indexes.removeAll()
         local.targetCache.removeAll()
-        local.storage?.clear(includingSettings: false)
+        local.clearStorage(includingSettings: false)
         backend.operations.record(.client(client: id, action: "persistenceCleared"))
     }
 
@@ -351,7 +352,7 @@ public actor EdgeClient {
         stopWatch()
         gcScheduler?.cancel(self)
         terminated = true
-        local.storage?.clear(includingSettings: true)
+        local.clearStorage(includingSettings: true)
         backend.operations.record(.client(client: id, action: "deleted"))
     }
 }

@@ -1,3 +1,4 @@
+import FiregateBackend
 import FiregateModel
 import FiregateStore
 
@@ -8,6 +9,10 @@ import FiregateStore
 struct LocalStore {
     /// Where a persistent client saves; nil keeps everything in memory.
     let storage: EdgeCacheStorage?
+    /// The settings' persistence: a memory client's cache is its own persistence.
+    var persistent: Bool
+    /// The server's clock: the version of a document the watch says is missing.
+    let clock: ServerClock
     var remoteDocuments = RemoteDocumentCache()
     /// Reads answered from the cache and documents dropped from it, for metrics.
     var cacheStatistics = CacheStatistics()
@@ -24,7 +29,9 @@ struct LocalStore {
     /// Injected persistence failures (the spec tests' `failDatabase`).
     var faults = StorageFaults()
 
-    init(storage: EdgeCacheStorage?) {
+    init(storage: EdgeCacheStorage?, persistent: Bool, clock: ServerClock) {
         self.storage = storage
+        self.persistent = persistent
+        self.clock = clock
     }
 }
