@@ -81,9 +81,6 @@ extension EdgeClient {
 
     /// Removes a document from the cache (and from disk).
     func drop(_ path: ResourcePath) {
-        local.remoteDocuments.set(path, nil)
-        local.targetCache.forget(path)
-        local.cacheStatistics.evictions += 1
-        local.persistRemote(path)
+        local.evict(path)
     }
 }

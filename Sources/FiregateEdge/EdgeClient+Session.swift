@@ -74,13 +74,7 @@ extension EdgeClient {
     /// Removes a batch from whichever user's queue holds it (an answer may arrive after the
     /// user changed).
     func takeBatch(_ batchID: Int64) -> MutationBatch? {
-        if let batch = local.mutationQueue.remove(batchID) { return batch }
-        for user in Array(local.queuesByUser.keys) {
-            guard let batch = local.queuesByUser[user]?.remove(batchID) else { continue }
-            if local.queuesByUser[user]?.isEmpty == true { local.queuesByUser.removeValue(forKey: user) }
-            return batch
-        }
-        return nil
+        local.removeBatch(batchID)
     }
 
     /// A request or stream from the client: it is alive; a connection dropped by the

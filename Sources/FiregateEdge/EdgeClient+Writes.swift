@@ -218,37 +218,16 @@ extension EdgeClient {
         collectEagerGarbage()
     }
 
-    /// The server committed the batch (whose commit removed it from the on-disk queue): drop it
-    /// from the queue and keep the committed version of each document until the watch confirms it.
+    /// The server committed the batch: the local store keeps its committed versions until the
+    /// watch confirms them, and whoever waits on it is told.
     func acknowledge(_ batch: MutationBatch, _ result: CommitResult) {
-        guard takeBatch(batch.id) != nil else { return }
-        // The batch no longer holds its documents (removeMutationReference).
-        local.targetCache.beginOperation()
-        for path in batch.paths { local.targetCache.touch(path) }
-        for path in batch.paths {
-            let base = local.remoteDocuments[path]
-            if let base, base.version >= result.commitTime {
-                local.persistSequence(path)
-                continue
-            }
-            var current = base?.document
-            for write in batch.writes where write.path == path {
-                if let outcome = try? write.apply(to: current, commitTime: result.commitTime, database: settings.databaseID, serverTime: { _ in .timestamp(result.commitTime) }) {
-                    current = outcome.document
-                }
-            }
-            local.remoteDocuments.set(path, current.map { .found($0, committed: true) } ?? .missing(version: result.commitTime, committed: true))
-            local.persistRemote(path)
-        }
+        guard local.acknowledgeBatch(batch, result, database: settings.databaseID) else { return }
         finish(batch.id, .acknowledged(result))
     }
 
-    /// The server refused the batch for good: drop it and revert the local view.
+    /// The server refused the batch for good: the local store drops it (the local view reverts).
     func reject(_ batch: MutationBatch, _ error: FiregateError) {
-        guard takeBatch(batch.id) != nil else { return }
-        local.deleteSavedMutation(batch.id)
-        local.targetCache.beginOperation()
-        for path in batch.paths { local.touch(path) }
+        guard local.rejectBatch(batch) else { return }
         finish(batch.id, .rejected(error))
     }
 

@@ -1,0 +1,102 @@
+import FiregateBackend
+@testable import FiregateEdge
+import FiregateModel
+import FiregateStore
+import XCTest
+
+/// The local store on its own, without a backend: what the server's answers do to the cache and
+/// the queue, and a persistent store's round trip through its storage.
+final class LocalStoreTests: XCTestCase {
+    let database = DatabaseID(project: "p")
+    let path = ResourcePath(["c", "d"])
+
+    func time(_ seconds: Int64) -> Timestamp { Timestamp(seconds: seconds, nanos: 0) }
+
+    func doc(_ n: Int64, at seconds: Int64) -> Document {
+        Document(path: path, fields: ["n": .integer(n)], createTime: time(1), updateTime: time(seconds))
+    }
+
+    func set(_ n: Int64) -> Write {
+        Write(path: path, operation: .update(fields: ["n": .integer(n)], mask: nil), precondition: Precondition())
+    }
+
+    func memoryStore() -> LocalStore {
+        LocalStore(storage: nil, persistent: false, clock: ServerClock())
+    }
+
+    func testAnAcknowledgedBatchKeepsItsCommittedVersionUntilTheWatchConfirmsIt() {
+        var store = memoryStore()
+        store.acceptFromWatch(path, doc(0, at: 5))
+        let batch = store.mutationQueue.add(writes: [set(1)], localWriteTime: time(6))
+        let result = CommitResult(commitTime: time(7), writeResults: [WriteResult(updateTime: time(7), transformResults: nil)])
+
+        XCTAssertTrue(store.acknowledgeBatch(batch, result, database: database))
+        XCTAssertTrue(store.mutationQueue.isEmpty)
+        guard case .found(let committed, committed: true)? = store.remoteDocuments[path] else {
+            return XCTFail("expected the committed version, got \(String(describing: store.remoteDocuments[path]))")
+        }
+        XCTAssertEqual(committed.fields["n"], .integer(1))
+        XCTAssertEqual(store.remoteDocuments[path]?.version, time(7))
+
+        // An older server version does not replace it; the watch's own version confirms it.
+        store.acceptFromWatch(path, doc(0, at: 5))
+        XCTAssertEqual(store.remoteDocuments[path], .found(committed, committed: true))
+        store.acceptFromWatch(path, doc(1, at: 7))
+        XCTAssertEqual(store.remoteDocuments[path], .found(doc(1, at: 7), committed: false))
+
+        XCTAssertFalse(store.acknowledgeBatch(batch, result, database: database), "a batch is answered once")
+    }
+
+    func testARejectedBatchLeavesTheCacheAsTheServerHasIt() {
+        var store = memoryStore()
+        store.acceptFromWatch(path, doc(0, at: 5))
+        let batch = store.mutationQueue.add(writes: [set(9)], localWriteTime: time(6))
+        let before = LocalViewBuilder(database: database, remote: store.remoteDocuments, queue: store.mutationQueue).document(path)
+        XCTAssertEqual(before?.document.fields["n"], .integer(9), "the local view shows the pending write")
+
+        XCTAssertTrue(store.rejectBatch(batch))
+        XCTAssertTrue(store.mutationQueue.isEmpty)
+        XCTAssertEqual(store.remoteDocuments[path], .found(doc(0, at: 5), committed: false))
+        let after = LocalViewBuilder(database: database, remote: store.remoteDocuments, queue: store.mutationQueue).document(path)
+        XCTAssertEqual(after?.document.fields["n"], .integer(0), "the local view reverts")
+        XCTAssertFalse(store.rejectBatch(batch))
+    }
+
+    func testOtherUsersBatchesAreFoundInTheirQueues() {
+        var store = memoryStore()
+        var parked = MutationQueue()
+        let theirs = parked.add(writes: [set(3)], localWriteTime: time(6))
+        store.queuesByUser["bob"] = parked
+        XCTAssertEqual(store.removeBatch(theirs.id)?.id, theirs.id)
+        XCTAssertNil(store.queuesByUser["bob"], "an emptied queue is dropped")
+    }
+
+    func testEvictionForgetsTheDocumentAndCountsIt() {
+        var store = memoryStore()
+        store.acceptFromWatch(path, doc(0, at: 5))
+        store.evict(path)
+        XCTAssertNil(store.remoteDocuments[path])
+        XCTAssertEqual(store.cacheStatistics.evictions, 1)
+    }
+
+    func testAPersistentStoreComesBackFromItsStorage() async throws {
+        let sqlite = try SQLiteStore(directory: nil, migrations: EdgeCacheStorage.migrations)
+        let storage = EdgeCacheStorage(store: sqlite, clientID: "A")
+        var store = LocalStore(storage: storage, persistent: true, clock: ServerClock())
+        store.saveSettings(["project": "p"])   // a client is on disk once its settings are
+        store.acceptFromWatch(path, doc(4, at: 5))
+        let batch = store.mutationQueue.add(writes: [set(5)], localWriteTime: time(6))
+        let writes = JSON.array(batch.writes.map { $0.json(database: database) })
+        let saving = store
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+            saving.saveMutation(batch, writes: writes, uid: "") { continuation.resume(with: $0) }
+        }
+        try await storage.flush()
+
+        let snapshot = try XCTUnwrap(try storage.load())
+        let (remote, queue, _, _) = EdgeClient.restored(snapshot, database: database)
+        XCTAssertEqual(remote[path], .found(doc(4, at: 5), committed: false))
+        XCTAssertEqual(queue.batches.map(\.id), [batch.id])
+        XCTAssertEqual(queue.batches.first?.writes, [set(5)])
+    }
+}
