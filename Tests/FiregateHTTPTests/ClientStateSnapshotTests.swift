@@ -130,112 +130,19 @@ final class ClientStateSnapshotTests: XCTestCase {
         tree.pendingWrites = 0
         watch.scripted = false
         """
-    static let persistent = """
-        auth.uid = null
-        auth.writesPaused = false
-        cache.bytes = <bytes>
-        cache.documentBytes = <bytes>
-        cache.documents = 2
-        cache.evictions = 0
-        cache.hits = 0
-        cache.misses = 0
-        cache.mutationBytes = <bytes>
-        cache.targetBytes = <bytes>
-        cache.targets = 0
-        faults.recovering = 0
-        faults.storage = []
-        gates.holdWatch = false
-        gates.holdWrites = false
-        gates.maxConcurrentLimboResolutions = 100
-        gates.scriptedWatch = false
-        gc.cacheSizeBytes = <bytes>
-        gc.garbageCollector = "lru"
-        gc.lastRun = null
-        gc.runs = 0
+    /// The memory client's state but for these lines (changed or added).
+    static let persistent = memory.with("""
         id = "P"
-        indexes.autoCreation = false
-        indexes.count = 0
-        indexes.entries = 0
         indexes.used = true
-        lastEventId = 0
-        listeners = 0
-        network.latencyMs = 0
-        network.online = true
-        pendingWrites = 0
-        settings.cacheSizeBytes = <bytes>
-        settings.clockOffsetMs = 0
-        settings.database = "(default)"
-        settings.garbageCollector = "lru"
-        settings.heartbeatTimeoutMs = null
-        settings.namespace = "p"
         settings.persistence = "persistent"
-        settings.platform = "apple"
-        settings.project = "p"
-        settings.treeCacheSizeBytes = <bytes>
-        terminated = false
-        tree.cache.activeQueries = 0
-        tree.cache.bytes = <bytes>
-        tree.cache.sizeBytes = <bytes>
-        tree.cache.trackedQueries = 0
-        tree.connected = false
-        tree.keepSynced = []
-        tree.listeners = 0
-        tree.onDisconnect = []
-        tree.pendingWrites = 0
-        watch.scripted = false
-        """
-    static let scripted = """
-        auth.uid = null
-        auth.writesPaused = false
-        cache.bytes = <bytes>
-        cache.documentBytes = <bytes>
+        """)
+    /// The memory client's state but for these lines (changed or added).
+    static let scripted = memory.with("""
         cache.documents = 0
-        cache.evictions = 0
-        cache.hits = 0
-        cache.misses = 0
-        cache.mutationBytes = <bytes>
-        cache.targetBytes = <bytes>
-        cache.targets = 0
-        faults.recovering = 0
-        faults.storage = []
-        gates.holdWatch = false
-        gates.holdWrites = false
-        gates.maxConcurrentLimboResolutions = 100
         gates.scriptedWatch = true
-        gc.cacheSizeBytes = <bytes>
-        gc.garbageCollector = "lru"
-        gc.lastRun = null
-        gc.runs = 0
         id = "S"
-        indexes.autoCreation = false
-        indexes.count = 0
-        indexes.entries = 0
-        indexes.used = false
-        lastEventId = 0
-        listeners = 0
-        network.latencyMs = 0
         network.online = false
         pendingWrites = 1
-        settings.cacheSizeBytes = <bytes>
-        settings.clockOffsetMs = 0
-        settings.database = "(default)"
-        settings.garbageCollector = "lru"
-        settings.heartbeatTimeoutMs = null
-        settings.namespace = "p"
-        settings.persistence = "memory"
-        settings.platform = "apple"
-        settings.project = "p"
-        settings.treeCacheSizeBytes = <bytes>
-        terminated = false
-        tree.cache.activeQueries = 0
-        tree.cache.bytes = <bytes>
-        tree.cache.sizeBytes = <bytes>
-        tree.cache.trackedQueries = 0
-        tree.connected = false
-        tree.keepSynced = []
-        tree.listeners = 0
-        tree.onDisconnect = []
-        tree.pendingWrites = 0
         watch.enqueuedLimboDocuments = []
         watch.limboDocuments = []
         watch.offline = true
@@ -243,50 +150,14 @@ final class ClientStateSnapshotTests: XCTestCase {
         watch.scripted = true
         watch.stream = "closed"
         watch.targets = []
-        """
-    static let tab = """
-        auth.uid = null
-        auth.writesPaused = false
-        cache.bytes = <bytes>
-        cache.documentBytes = <bytes>
-        cache.documents = 2
-        cache.evictions = 0
-        cache.hits = 0
-        cache.misses = 0
-        cache.mutationBytes = <bytes>
-        cache.targetBytes = <bytes>
-        cache.targets = 0
+        """)
+    /// The memory client's state but for these lines (changed or added).
+    static let tab = memory.with("""
         engine = "sharedWith/db"
-        faults.recovering = 0
-        faults.storage = []
-        gates.holdWatch = false
-        gates.holdWrites = false
-        gates.maxConcurrentLimboResolutions = 100
-        gates.scriptedWatch = false
-        gc.cacheSizeBytes = <bytes>
-        gc.garbageCollector = "lru"
-        gc.lastRun = null
-        gc.runs = 0
         id = "T"
-        indexes.autoCreation = false
-        indexes.count = 0
-        indexes.entries = 0
         indexes.used = true
-        lastEventId = 0
-        listeners = 0
-        network.latencyMs = 0
-        network.online = true
-        pendingWrites = 0
-        settings.cacheSizeBytes = <bytes>
-        settings.clockOffsetMs = 0
-        settings.database = "(default)"
-        settings.garbageCollector = "lru"
-        settings.heartbeatTimeoutMs = null
-        settings.namespace = "p"
         settings.persistence = "persistent"
         settings.platform = "web"
-        settings.project = "p"
-        settings.treeCacheSizeBytes = <bytes>
         tab.activeTabs = 1
         tab.frozen = false
         tab.networkEnabled = true
@@ -296,16 +167,14 @@ final class ClientStateSnapshotTests: XCTestCase {
         tab.sharedWith = "db"
         tab.tabManager = "multiple"
         tab.visible = true
-        terminated = false
-        tree.cache.activeQueries = 0
-        tree.cache.bytes = <bytes>
-        tree.cache.sizeBytes = <bytes>
-        tree.cache.trackedQueries = 0
-        tree.connected = false
-        tree.keepSynced = []
-        tree.listeners = 0
-        tree.onDisconnect = []
-        tree.pendingWrites = 0
-        watch.scripted = false
-        """
+        """)
+}
+
+extension String {
+    /// These state lines with `changes` applied: a change replaces the line of its key, or is added.
+    func with(_ changes: String) -> String {
+        var lines = Dictionary(split(separator: "\n").map { (String($0.split(separator: " = ")[0]), String($0)) }, uniquingKeysWith: { $1 })
+        for change in changes.split(separator: "\n") { lines[String(change.split(separator: " = ")[0])] = String(change) }
+        return lines.values.sorted().joined(separator: "\n")
+    }
 }
