@@ -26,6 +26,8 @@ public struct ServerConfiguration: Sendable {
     /// PEM files: with both set the server speaks HTTPS only.
     public var tlsCertificatePath: String?
     public var tlsKeyPath: String?
+    /// Off, every HTTP/1.1 request takes the full (Hummingbird) path: for tests that compare the two.
+    public var fastPath = true
 
     public init() {}
 }
@@ -62,9 +64,9 @@ public enum FiregateServer {
         var logger = Logger(label: "firegate")
         logger.logLevel = configuration.logLevel
         let responder = makeResponder(backend: backend, clients: clients, configuration: configuration, logger: logger)
-        var server = oneProtocolPerConnection(responder)
+        var server = oneProtocolPerConnection(responder, fastPath: configuration.fastPath)
         if configuration.tlsCertificatePath != nil || configuration.tlsKeyPath != nil {
-            server = try .tls(oneProtocolPerConnection(responder), tlsConfiguration: try tlsConfiguration(configuration))
+            server = try .tls(oneProtocolPerConnection(responder, fastPath: configuration.fastPath), tlsConfiguration: try tlsConfiguration(configuration))
         }
         return Application(
             responder: responder,
@@ -83,7 +85,7 @@ public enum FiregateServer {
     ///
     /// A connection that opens with the HTTP/2 preface is HTTP/2 instead: its gRPC calls go to
     /// Firestore's gRPC service, its other requests to the same responder (DESIGN §1).
-    static func oneProtocolPerConnection(_ responder: FiregateResponder) -> HTTPServerBuilder {
+    static func oneProtocolPerConnection(_ responder: FiregateResponder, fastPath: Bool = true) -> HTTPServerBuilder {
         let documents = responder.documents, metrics = responder.metrics, logger = responder.logger
         let sockets = RealtimeSockets(backend: documents.backend, registry: responder.operations.connections)
         let configuration = HTTP1Channel.Configuration(additionalChannelHandlers: [LingeringClose(), UnparsableRequestAnswer()])
@@ -91,7 +93,7 @@ public enum FiregateServer {
                                         connections: GRPCConnections(registry: responder.operations.connections, metrics: metrics))
         return HTTPServerBuilder { handler in
             let http1 = FastPathHTTP1Channel(base: HTTP1Channel(responder: handler, configuration: configuration)) { fullPath in
-                ConnectionFastPath(documents: documents, metrics: metrics, logger: logger, fullPath: fullPath, sockets: sockets)
+                ConnectionFastPath(documents: documents, metrics: metrics, logger: logger, fullPath: fullPath, sockets: sockets, enabled: fastPath)
             }
             let streams = HTTP1Channel(responder: { request, writer, channel in
                 if FirestoreGRPCService.isGRPC(request) {

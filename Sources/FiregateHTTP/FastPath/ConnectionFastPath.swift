@@ -57,14 +57,12 @@ final class ConnectionFastPath: ChannelDuplexHandler, RemovableChannelHandler {
     /// The stream this connection serves, while it lasts.
     private var listening: EventLoopStream?
 
-    init(documents: DocumentRoutes, metrics: ServerMetrics, logger: Logger, fullPath: FullPathStart, sockets: RealtimeSockets? = nil) {
-        self.fullPath = fullPath
-        self.sockets = sockets
-        self.documents = documents
-        self.backend = documents.backend
-        rules = FastPathRules(rules: documents.backend.rules)
-        self.metrics = metrics
-        self.logger = logger
+    /// Off (`ServerConfiguration.fastPath`), every request takes the full path; sockets still upgrade here.
+    private let enabled: Bool
+
+    init(documents: DocumentRoutes, metrics: ServerMetrics, logger: Logger, fullPath: FullPathStart, sockets: RealtimeSockets? = nil, enabled: Bool = true) {
+        (self.fullPath, self.sockets, self.documents, self.backend) = (fullPath, sockets, documents, documents.backend)
+        (rules, self.metrics, self.logger, self.enabled) = (FastPathRules(rules: documents.backend.rules), metrics, logger, enabled)
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
@@ -106,6 +104,7 @@ final class ConnectionFastPath: ChannelDuplexHandler, RemovableChannelHandler {
                     return
                 }
             }
+            guard enabled else { break }
             let parse = SimpleRequest.parse(buffer)
             if case .incomplete = parse { return }
             guard case .simple(let request) = parse else { break }
