@@ -24,7 +24,7 @@ extension EdgeClient {
             raiseOnlineState()
             return true
         case .writeStreamConnectionBackoff:
-            guard retryDelay > 0, !local.mutationQueue.isEmpty, canUseNetwork else { return false }
+            guard writePipeline.retryDelay > 0, !local.mutationQueue.isEmpty, canUseNetwork else { return false }
             pumpWrites()
             return true
         case .lruGarbageCollection:

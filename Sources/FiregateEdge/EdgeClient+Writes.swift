@@ -76,26 +76,21 @@ extension EdgeClient {
 
     /// Starts the pipeline unless it runs already or may not send (offline, gate, terminated).
     func pumpWrites() {
-        guard !sendingWrites, canUseNetwork, !gates.holdWrites, !terminated, !writesPaused, !local.mutationQueue.isEmpty else { return }
-        sendingWrites = true
+        guard !writePipeline.sending, canUseNetwork, !gates.holdWrites, !terminated, !writesPaused, !local.mutationQueue.isEmpty,
+              writePipeline.startSending() else { return }
         Task { await self.sendQueuedWrites() }
     }
-
-    /// Batches the SDK's write stream has on the wire at once (remote_store.ts MAX_PENDING_WRITES).
-    static let maxPendingWrites = 10
 
     /// Sends batches oldest first while allowed, pipelined as the SDK's write stream does: up
     /// to `maxPendingWrites` are applied on the backend in order and made durable together,
     /// then acknowledged in order. A transient failure leaves that batch and the ones after it
     /// queued for the retry.
     func sendQueuedWrites() async {
-        defer { sendingWrites = false }
+        defer { writePipeline.stopSending() }
         while canUseNetwork, !gates.holdWrites, !terminated, !writesPaused {
-            // The oldest batches, up to one another sender has on the wire (order is kept).
-            let batches = local.mutationQueue.batches.prefix(EdgeClient.maxPendingWrites).prefix { !inFlight.contains($0.id) }
+            let batches = writePipeline.takeRound(from: local.mutationQueue.batches)
             guard !batches.isEmpty else { return }
-            for batch in batches { inFlight.insert(batch.id) }
-            defer { for batch in batches { inFlight.remove(batch.id) } }
+            defer { writePipeline.answered(batches.map(\.id)) }
             if network.latencyMs > 0 { try? await Task.sleep(for: .milliseconds(network.latencyMs)) }
             var begun: [(MutationBatch, Result<DocumentDatabase.PendingCommit, FiregateError>)] = []
             for batch in batches {
@@ -121,10 +116,7 @@ extension EdgeClient {
 
     /// Applies one batch on the backend now (or fails it by the injected network condition).
     private func beginCommit(_ batch: MutationBatch) -> Result<DocumentDatabase.PendingCommit, FiregateError> {
-        if let (count, status) = network.rejectWrites {
-            network.rejectWrites = count > 1 ? (count - 1, status) : nil
-            return .failure(FiregateError(status, "The write was rejected by the injected network condition (\(status.rawValue))."))
-        }
+        if let rejection = network.takeInjectedRejection() { return .failure(rejection) }
         do {
             // The batch leaves the on-disk queue in the commit's own transaction.
             // Judged with the identity the client has as it sends the batch.
@@ -140,7 +132,7 @@ extension EdgeClient {
     private func settle(_ batch: MutationBatch, _ outcome: Result<CommitResult, FiregateError>, viewsFollow: Bool = true) -> Bool {
         switch outcome {
         case .success(let result):
-            retryDelay = 0
+            writePipeline.succeeded()
             settle(.acknowledge(batch, result), viewsFollow: viewsFollow)
             return true
         case .failure(let error) where error.status.isPermanentWriteError:
@@ -155,12 +147,11 @@ extension EdgeClient {
     /// leaves it queued.
     @discardableResult
     func send(_ batch: MutationBatch) async -> Bool {
-        guard !inFlight.contains(batch.id) else {
+        guard writePipeline.take(batch.id) else {
             // Another sender has it: wait for that outcome instead of committing it twice.
             return await waitForAck(batch.id) != .pending
         }
-        inFlight.insert(batch.id)
-        defer { inFlight.remove(batch.id) }
+        defer { writePipeline.answered([batch.id]) }
         if network.latencyMs > 0 { try? await Task.sleep(for: .milliseconds(network.latencyMs)) }
         // The batch may have been settled while this call waited.
         guard local.mutationQueue.batches.contains(where: { $0.id == batch.id }) else { return true }
@@ -183,8 +174,7 @@ extension EdgeClient {
 
     /// Backoff as the SDK's: 1 s, ×1.5, at most 60 s.
     func scheduleRetry() {
-        retryDelay = retryDelay == 0 ? 1 : min(retryDelay * 1.5, 60)
-        let delay = retryDelay
+        let delay = writePipeline.backOff()
         Task {
             try? await Task.sleep(for: .milliseconds(Int64(delay * 1000)))
             await self.pumpWrites()

@@ -57,10 +57,7 @@ public actor EdgeClient {
     let watchInterest = FeedInterest()
     /// Listeners whose server result changed while the watch gate was held.
     var heldTargets: Set<Int> = []
-    var sendingWrites = false
-    /// Batches sent to the backend whose answer has not been applied yet.
-    var inFlight: Set<Int64> = []
-    var retryDelay: Double = 0
+    var writePipeline = WritePipeline()
     var pendingWriteWaiters: [(id: Int, upTo: Int64, continuation: CheckedContinuation<Bool, Never>)] = []
     var nextWaiterID = 0
     var ackWaiters: [Int64: [(id: Int, continuation: CheckedContinuation<WriteState, Never>)]] = [:]
@@ -310,7 +307,7 @@ public actor EdgeClient {
         resetScriptedWatch()
         terminated = false
         started = false
-        sendingWrites = false
+        writePipeline.stopSending()
         backend.operations.record(.client(client: id, action: "restarted"))
         pumpWrites()
         return lost + treeLost

@@ -39,6 +39,13 @@ public struct NetworkConditions: Sendable, Equatable {
         }
     }
 
+    /// The injected rejection for the next write sent, if one is left (each is used once).
+    mutating func takeInjectedRejection() -> FiregateError? {
+        guard let (count, status) = rejectWrites else { return nil }
+        rejectWrites = count > 1 ? (count - 1, status) : nil
+        return FiregateError(status, "The write was rejected by the injected network condition (\(status.rawValue)).")
+    }
+
     public var json: JSON {
         var result: JSON = ["online": .bool(online), "latencyMs": .int(latencyMs)]
         if let rejectWrites {
