@@ -215,7 +215,7 @@ extension EdgeClient {
             let results = batch.writes.map { _ in WriteResult(updateTime: commitTime, transformResults: nil) }
             if !local.faults.fails(.acknowledgeBatch) { local.deleteSavedMutation(batch.id) }
             settle(.acknowledge(batch, CommitResult(commitTime: commitTime, writeResults: results)))
-            released.append((batch.id, writeStates[batch.id] ?? .pending))
+            released.append((batch.id, writeCallbacks[batch.id] ?? .pending))
         }
         return released
     }

@@ -65,8 +65,7 @@ extension EdgeClient {
         var incoming = local.queuesByUser.removeValue(forKey: currentUser) ?? MutationQueue()
         incoming.reserveIDs(from: nextID)
         local.mutationQueue = incoming
-        for waiter in pendingWriteWaiters { waiter.continuation.resume(returning: false) }
-        pendingWriteWaiters.removeAll()
+        for waiter in writeCallbacks.endPendingWaiters() { waiter.resume(returning: false) }
         updateViews()
         backend.operations.record(.client(client: id, action: "userChanged"))
     }

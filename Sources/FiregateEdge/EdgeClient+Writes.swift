@@ -27,7 +27,7 @@ extension EdgeClient {
             local.queuesByUser[user] = parked
             local.mutationQueue.reserveIDs(from: parked.nextID)
         }
-        writeStates.pending(batch.id, .pending)
+        writeCallbacks.pending(batch.id)
         if local.persistent {
             let json = JSON.array(writes.map { $0.json(database: settings.databaseID) })
             do {
@@ -39,7 +39,7 @@ extension EdgeClient {
                 }
             } catch {
                 _ = takeBatch(batch.id)
-                writeStates.forget(batch.id)
+                writeCallbacks.forget(batch.id)
                 throw .internal("The write could not be persisted: \(error)")
             }
         }
@@ -49,13 +49,12 @@ extension EdgeClient {
         return batch
     }
 
-    public func writeState(_ batchID: Int64) -> WriteState? { writeStates[batchID] }
+    public func writeState(_ batchID: Int64) -> WriteState? { writeCallbacks[batchID] }
 
     /// Waits until the batch is acknowledged or rejected; `.pending` when `timeoutMs` passes first.
     public func waitForAck(_ batchID: Int64, timeoutMs: Int? = nil) async -> WriteState {
-        if let state = writeStates[batchID], state != .pending { return state }
-        nextWaiterID += 1
-        let waiterID = nextWaiterID
+        if let state = writeCallbacks[batchID], state != .pending { return state }
+        let waiterID = writeCallbacks.nextID()
         if let timeoutMs {
             Task {
                 try? await Task.sleep(for: .milliseconds(timeoutMs))
@@ -63,13 +62,12 @@ extension EdgeClient {
             }
         }
         return await withCheckedContinuation { continuation in
-            ackWaiters[batchID, default: []].append((waiterID, continuation))
+            writeCallbacks.waitForAck(batchID, (waiterID, continuation))
         }
     }
 
     func expireAckWaiter(_ batchID: Int64, _ waiterID: Int) {
-        guard let i = ackWaiters[batchID]?.firstIndex(where: { $0.id == waiterID }) else { return }
-        ackWaiters[batchID]?.remove(at: i).continuation.resume(returning: .pending)
+        writeCallbacks.expireAckWaiter(batchID, waiterID)?.resume(returning: .pending)
     }
 
     public var pendingWrites: [MutationBatch] { local.mutationQueue.batches }
@@ -223,7 +221,7 @@ extension EdgeClient {
 
     /// Records a batch's final state and wakes whoever waits on it.
     func finish(_ batchID: Int64, _ state: WriteState) {
-        writeStates.settle(batchID, state)
+        let (acks, drained) = writeCallbacks.settle(batchID, state, lowestQueued: local.mutationQueue.first?.id)
         broadcast(EdgeClient.batchNotification(batchID, state))
         switch state {
         case .acknowledged: backend.operations.record(.writeAcknowledged(client: id, writeID: String(batchID)))
@@ -232,13 +230,8 @@ extension EdgeClient {
             backend.operations.record(.writeRejected(client: id, writeID: String(batchID), error: error, decision: decision))
         case .pending: break
         }
-        for waiter in ackWaiters.removeValue(forKey: batchID) ?? [] { waiter.continuation.resume(returning: state) }
-        let lowest = local.mutationQueue.first?.id ?? Int64.max
-        pendingWriteWaiters.removeAll { waiter in
-            guard waiter.upTo < lowest else { return false }
-            waiter.continuation.resume(returning: true)
-            return true
-        }
+        for waiter in acks { waiter.resume(returning: state) }
+        for waiter in drained { waiter.resume(returning: true) }
     }
 
     /// waitForPendingWrites: true once every batch queued before the call is settled, false
@@ -246,20 +239,18 @@ extension EdgeClient {
     public func waitForPendingWrites(timeoutMs: Int) async throws(FiregateError) -> Bool {
         try beginDataCall()
         guard let upTo = local.mutationQueue.highestID else { return true }
-        nextWaiterID += 1
-        let waiterID = nextWaiterID
+        let waiterID = writeCallbacks.nextID()
         Task {
             try? await Task.sleep(for: .milliseconds(timeoutMs))
             await self.expireWaiter(waiterID)
         }
         return await withCheckedContinuation { continuation in
-            pendingWriteWaiters.append((waiterID, upTo, continuation))
+            writeCallbacks.waitForPendingWrites((waiterID, upTo, continuation))
         }
     }
 
     func expireWaiter(_ waiterID: Int) {
-        guard let i = pendingWriteWaiters.firstIndex(where: { $0.id == waiterID }) else { return }
-        pendingWriteWaiters.remove(at: i).continuation.resume(returning: false)
+        writeCallbacks.expirePendingWaiter(waiterID)?.resume(returning: false)
     }
 
     /// `gates:releaseWrite {"count":n}`: commit and acknowledge the oldest `n` queued batches.
@@ -271,7 +262,7 @@ extension EdgeClient {
         for _ in 0..<max(count, 0) {
             guard canUseNetwork, let batch = local.mutationQueue.first else { break }
             await send(batch)
-            released.append((batch.id, writeStates[batch.id] ?? .pending))
+            released.append((batch.id, writeCallbacks[batch.id] ?? .pending))
         }
         return released
     }
@@ -283,6 +274,6 @@ extension EdgeClient {
         if status.isPermanentWriteError {
             settle(.reject(batch, FiregateError(status, "The write was rejected by the test harness (\(status.rawValue)).")))
         }
-        return (batch.id, writeStates[batch.id] ?? .pending)
+        return (batch.id, writeCallbacks[batch.id] ?? .pending)
     }
 }

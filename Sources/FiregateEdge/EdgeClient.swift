@@ -18,7 +18,8 @@ public actor EdgeClient {
 
     /// The caches, queues, targets and their storage (the SDK's LocalStore).
     var local: LocalStore
-    var writeStates = WriteOutcomes<WriteState>()
+    /// Each batch's state and who waits on it.
+    var writeCallbacks = WriteCallbacks()
     /// Runs the LRU collection on the SDK's schedule once the client has started.
     let gcScheduler: GarbageCollectionScheduler?
     /// The Realtime Database side of the client: its own actor, told about the network,
@@ -58,9 +59,6 @@ public actor EdgeClient {
     /// Listeners whose server result changed while the watch gate was held.
     var heldTargets: Set<Int> = []
     var writePipeline = WritePipeline()
-    var pendingWriteWaiters: [(id: Int, upTo: Int64, continuation: CheckedContinuation<Bool, Never>)] = []
-    var nextWaiterID = 0
-    var ackWaiters: [Int64: [(id: Int, continuation: CheckedContinuation<WriteState, Never>)]] = [:]
 
     init(id: String, backend: Backend, settings: ClientSettings, storage: EdgeCacheStorage?, restoring snapshot: EdgeCacheStorage.Snapshot?,
          gcScheduler: GarbageCollectionScheduler? = nil, treeSnapshot: TreeCacheStorage.Snapshot? = nil) {
@@ -75,7 +73,7 @@ public actor EdgeClient {
             treeSync = EdgeClient.makeTree(id: id, backend: backend, settings: settings, link: TreeSync.Link(), restoring: treeSnapshot)
         }
         if let snapshot {
-            (local.remoteDocuments, local.mutationQueue, writeStates, local.targetCache) = EdgeClient.restored(snapshot, database: settings.databaseID)
+            (local.remoteDocuments, local.mutationQueue, writeCallbacks.states, local.targetCache) = EdgeClient.restored(snapshot, database: settings.databaseID)
         }
         if let snapshot, !snapshot.mutationUsers.isEmpty || savedAuth?.uid != nil {
             (local.mutationQueue, local.queuesByUser) = EdgeClient.partition(local.mutationQueue, users: snapshot.mutationUsers, current: savedAuth?.uid ?? "")
