@@ -15,7 +15,7 @@ extension EdgeClient {
 
     /// The switch is on, no failed operation holds the network down, and (on a shared
     /// persistence) a primary tab owns the streams.
-    var canUseNetwork: Bool { network.online && !networkSuspended && !remotePaused }
+    var canUseNetwork: Bool { network.online && offlineCauses.isEmpty }
 
     /// Throws the failure of `operation` if it is failing.
     func checkStorage(_ operation: StorageFaults.Operation) throws(FiregateError) {
@@ -30,8 +30,7 @@ extension EdgeClient {
     }
 
     private func holdNetwork(offline: Bool) {
-        guard !networkSuspended else { return }
-        networkSuspended = true
+        guard offlineCauses.insert(.storageFailure).inserted else { return }
         stopWatch()
         scripted?.suspend(offline: offline && network.online)
         guard offline, network.online else { return }
@@ -59,8 +58,7 @@ extension EdgeClient {
     }
 
     private func resumeNetwork() {
-        guard networkSuspended else { return }
-        networkSuspended = false
+        guard offlineCauses.remove(.storageFailure) != nil else { return }
         guard network.online else { return }
         reconnect()
     }

@@ -44,10 +44,8 @@ public actor EdgeClient {
     /// What waits to be retried after an injected persistence failure, and whether that holds
     /// the network down.
     var recovery = RecoveryQueue()
-    var networkSuspended = false
-    /// A shared persistence between primaries: no tab owns the watch and write streams, and
-    /// the online state stays what the last primary said.
-    var remotePaused = false
+    /// Why the streams stay closed though the network switch is on (none: they may run).
+    var offlineCauses: Set<OfflineCause> = []
     /// On a shared persistence: what the engine knows of its tabs (`TabContext`).
     var tabs = TabContext()
     /// `GET …/sharedClientState` streams, and the online state they were last told.
@@ -301,7 +299,7 @@ public actor EdgeClient {
         // The retries of the old instance are gone with it; the persistence opens anew.
         recovery.removeAll()
         local.faults = StorageFaults()
-        networkSuspended = false
+        offlineCauses.remove(.storageFailure)
         resetScriptedWatch()
         terminated = false
         started = false

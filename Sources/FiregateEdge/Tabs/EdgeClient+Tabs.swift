@@ -74,8 +74,8 @@ extension EdgeClient {
     /// No tab holds the lease (`paused`): the streams close without a word to the listeners,
     /// whose online state is the last primary's; the next primary opens them again.
     private func setRemotePaused(_ paused: Bool) {
-        guard paused != remotePaused else { return }
-        remotePaused = paused
+        guard paused != offlineCauses.contains(.noPrimaryTab) else { return }
+        if paused { offlineCauses.insert(.noPrimaryTab) } else { offlineCauses.remove(.noPrimaryTab) }
         if paused {
             stopWatch()
             scripted?.suspend(offline: false)

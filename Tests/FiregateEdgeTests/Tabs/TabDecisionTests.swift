@@ -27,12 +27,12 @@ final class TabDecisionTests: XCTestCase {
         XCTAssertEqual(primary, "A")
 
         _ = await engine.apply(decision(3, primary: nil))
-        let paused = await engine.remotePaused
+        let paused = await engine.offlineCauses.contains(.noPrimaryTab)
         XCTAssertTrue(paused, "between primaries the streams pause")
         let onlineState = await engine.onlineState
         XCTAssertEqual(onlineState, .offline, "the online state stays the last primary's")
         _ = await engine.apply(decision(4, primary: "B", online: true, frozen: ["A"]))
-        let (resumed, nowOnline, frozen) = await (engine.remotePaused, engine.isOnline, engine.tabs.frozen)
+        let (resumed, nowOnline, frozen) = await (engine.offlineCauses.contains(.noPrimaryTab), engine.isOnline, engine.tabs.frozen)
         XCTAssertFalse(resumed)
         XCTAssertTrue(nowOnline)
         XCTAssertEqual(frozen, ["A"])
