@@ -16,7 +16,7 @@ extension EdgeClient {
         let active = activeQueries
         for queryID in local.targetCache.targets.keys where !active.contains(queryID) { local.targetCache.remove(queryID) }
         for path in local.remoteDocuments.entries.keys where !retained.contains(path) && !local.targetCache.isInTarget(path) {
-            drop(path)
+            local.evict(path)
         }
     }
 
@@ -65,7 +65,7 @@ extension EdgeClient {
                                             parameters: parameters)
         for queryID in plan.targets { local.targetCache.remove(queryID) }
         local.deleteSavedTargets(plan.targets)
-        for path in plan.documents { drop(path) }
+        for path in plan.documents { local.evict(path) }
         let result: JSON = [
             "didRun": .bool(plan.didRun), "sequenceNumbersCollected": .int(Int64(plan.sequenceNumbersCollected)),
             "documentsRemoved": .int(Int64(plan.documents.count)), "targetsRemoved": .int(Int64(plan.targets.count)),
@@ -77,10 +77,5 @@ extension EdgeClient {
             backend.operations.record(.garbageCollected(client: id, documentsRemoved: plan.documents.count, targetsRemoved: plan.targets.count))
         }
         return result
-    }
-
-    /// Removes a document from the cache (and from disk).
-    func drop(_ path: ResourcePath) {
-        local.evict(path)
     }
 }

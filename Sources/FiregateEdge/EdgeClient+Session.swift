@@ -70,12 +70,6 @@ extension EdgeClient {
         backend.operations.record(.client(client: id, action: "userChanged"))
     }
 
-    /// Removes a batch from whichever user's queue holds it (an answer may arrive after the
-    /// user changed).
-    func takeBatch(_ batchID: Int64) -> MutationBatch? {
-        local.removeBatch(batchID)
-    }
-
     /// A request or stream from the client: it is alive; a connection dropped by the
     /// heartbeat timeout reconnects.
     public func noteActivity() async {

@@ -38,7 +38,7 @@ extension EdgeClient {
                     local.saveMutation(batch, writes: json, uid: user) { continuation.resume(with: $0) }
                 }
             } catch {
-                _ = takeBatch(batch.id)
+                _ = local.removeBatch(batch.id)
                 writeCallbacks.forget(batch.id)
                 throw .internal("The write could not be persisted: \(error)")
             }
@@ -74,7 +74,7 @@ extension EdgeClient {
 
     /// Starts the pipeline unless it runs already or may not send (offline, gate, terminated).
     func pumpWrites() {
-        guard !writePipeline.sending, canUseNetwork, !gates.holdWrites, !terminated, !writesPaused, !local.mutationQueue.isEmpty,
+        guard canUseNetwork, !gates.holdWrites, !terminated, !writesPaused, !local.mutationQueue.isEmpty,
               writePipeline.startSending() else { return }
         Task { await self.sendQueuedWrites() }
     }

@@ -79,13 +79,6 @@ public final class RulesEvaluator {
             self.variables = variables
             self.functions = functions
         }
-
-        func adding(_ variables: [String: RulesValue] = [:], functions: [RulesFunction] = []) -> Scope {
-            var scope = self
-            scope.variables.merge(variables) { _, new in new }
-            for function in functions { scope.functions[function.name] = function }
-            return scope
-        }
     }
 
     public func evaluate(_ expression: RulesExpression, in scope: Scope) -> Result<RulesValue, RulesError> {

@@ -4,7 +4,8 @@ import FiregateModel
 /// The mutation queues' side of the local store: a batch leaving the queue when the server
 /// answers it, and documents leaving the cache.
 extension LocalStore {
-    /// Removes a batch from whichever user's queue holds it.
+    /// Removes a batch from whichever user's queue holds it (an answer may arrive after the
+    /// user changed).
     mutating func removeBatch(_ batchID: Int64) -> MutationBatch? {
         if let batch = mutationQueue.remove(batchID) { return batch }
         for user in Array(queuesByUser.keys) {
