@@ -14,7 +14,10 @@ extension EdgeClient {
         guard settings.garbageCollector == .eager else { return }
         let retained = referencedPaths(includingTargets: false)
         let active = activeQueries
-        for queryID in local.targetCache.targets.keys where !active.contains(queryID) { local.targetCache.remove(queryID) }
+        // A bundle's targets stay until a listener releases them, as the SDK never releases them.
+        for queryID in local.targetCache.targets.keys where !active.contains(queryID) && !local.bundles.heldTargets.contains(queryID) {
+            local.targetCache.remove(queryID)
+        }
         for path in local.remoteDocuments.entries.keys where !retained.contains(path) && !local.targetCache.isInTarget(path) {
             local.evict(path)
         }

@@ -87,6 +87,10 @@ extension EdgeClient {
     /// goes on, and what was stored before (its older resume token) is what a re-listen finds.
     func releaseTarget(_ queryID: String) {
         local.targetCache.release(queryID)
+        if local.bundles.heldTargets.contains(queryID) {
+            local.bundles.release(queryID)
+            local.persistBundles()
+        }
         if local.faults.fails(.releaseTarget) {
             local.targetCache.revertToSaved(queryID)
         } else {

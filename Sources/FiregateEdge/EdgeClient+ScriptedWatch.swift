@@ -119,7 +119,7 @@ extension EdgeClient {
             let tokenAge = event.snapshotVersion.microseconds - old.snapshotVersion.microseconds
             if old.resumeToken.isEmpty || changedDocuments || tokenAge >= 300_000_000 { local.persistTarget(queryID) }
         }
-        for (path, update) in event.documentUpdates.sorted(by: { $0.key < $1.key }) { acceptScripted(path, update) }
+        for (path, update) in event.documentUpdates.sorted(by: { $0.key < $1.key }) { local.acceptRemote(path, update) }
         for (targetID, change) in event.targetChanges.sorted(by: { $0.key < $1.key }) where change.current && !limbo.isLookup(targetID) {
             broadcast(EdgeClient.targetNotification(targetID, "current"))
         }
@@ -131,27 +131,6 @@ extension EdgeClient {
         }
         let resets = Set(event.targetMismatches.keys.compactMap { local.targetCache.queryIDs[$0] })
         updateViews(pendingResets: resets)
-    }
-
-    /// Takes a watch document into the cache by the local store's rule: a newer version, or
-    /// the same version of one derived from an acknowledged write; a "missing at version 0"
-    /// (access lost) drops the document.
-    private func acceptScripted(_ path: ResourcePath, _ update: RemoteDocument) {
-        local.targetCache.touch(path)
-        if case .missing(let version, _) = update, version == .zero {
-            guard local.remoteDocuments[path] != nil else { return }
-            local.remoteDocuments.set(path, nil)
-            local.persistRemote(path)
-            return
-        }
-        if let existing = local.remoteDocuments[path] {
-            let derivedFromWrite = switch existing {
-            case .found(_, let committed), .missing(_, let committed): committed
-            }
-            guard update.version > existing.version || (update.version == existing.version && derivedFromWrite) else { return }
-        }
-        local.remoteDocuments.set(path, update)
-        local.persistRemote(path)
     }
 
     /// Watch refused these targets: a limbo lookup loses the document, a query's listeners get
@@ -167,7 +146,7 @@ extension EdgeClient {
                 suspendNetwork(retrying: .probe)
             } else if let (path, actions) = limbo.rejected(targetID) {
                 local.targetCache.beginOperation()
-                acceptScripted(path, .missing(version: .zero))
+                local.acceptRemote(path, .missing(version: .zero))
                 applyLimboActions(actions)
                 updateViews()
             } else if let queryID = local.targetCache.queryIDs[targetID] {
@@ -233,6 +212,7 @@ extension EdgeClient {
             guard let target = scripted.targets[targetID], let request = scripted.requests[targetID] else { return nil }
             var json: JSON = ["targetId": .int(Int64(targetID)), "purpose": .string(request.purpose.rawValue),
                               "resumeToken": .string(request.resumeToken)]
+            if request.readTime > .zero { json = json.withMember("readTime", .string(request.readTime.rfc3339)) }
             if let path = target.lookupPath {
                 json = json.withMember("document", .string(settings.databaseID.resourceName(path)))
             } else if target.query.allDescendants {

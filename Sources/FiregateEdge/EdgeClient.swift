@@ -72,6 +72,7 @@ public actor EdgeClient {
         }
         if let snapshot {
             (local.remoteDocuments, local.mutationQueue, writeCallbacks.states, local.targetCache) = EdgeClient.restored(snapshot, database: settings.databaseID)
+            local.bundles = snapshot.bundles.map(BundleCache.init(json:)) ?? BundleCache()
         }
         if let snapshot, !snapshot.mutationUsers.isEmpty || savedAuth?.uid != nil {
             (local.mutationQueue, local.queuesByUser) = EdgeClient.partition(local.mutationQueue, users: snapshot.mutationUsers, current: savedAuth?.uid ?? "")
@@ -192,7 +193,8 @@ public actor EdgeClient {
     /// The client as an export archive holds it.
     public func archive() async -> JSON {
         ClientArchive.encode(id: id, settings: settings, network: network, remote: local.remoteDocuments, queue: local.mutationQueue, parked: local.queuesByUser, targets: local.targetCache,
-                             indexes: indexDefinitions, tree: await treeSync?.archive(), auth: auth)
+                             indexes: indexDefinitions, tree: await treeSync?.archive(), auth: auth,
+                             bundles: local.bundles.isEmpty ? nil : local.bundles.json)
     }
 
     /// What `/metrics` adds up over clients.
@@ -292,6 +294,7 @@ public actor EdgeClient {
             local.remoteDocuments.removeAll()
             local.remoteDocuments.indexes.removeAll()
             local.targetCache.removeAll()
+            local.bundles = BundleCache()
         } else {
             local.targetCache.revertToSaved()
         }
@@ -332,6 +335,7 @@ public actor EdgeClient {
         local.remoteDocuments.removeAll()
         local.remoteDocuments.indexes.removeAll()
         local.targetCache.removeAll()
+        local.bundles = BundleCache()
         local.clearStorage(includingSettings: false)
         backend.operations.record(.client(client: id, action: "persistenceCleared"))
     }

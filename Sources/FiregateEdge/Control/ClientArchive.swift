@@ -9,7 +9,8 @@ import FiregateStore
 /// "writes": [Write…], "uid"?}], "targets": [{"query", "sequenceNumber", "synced", "documents", "targetId", "resumeToken", "snapshotVersion"}],
 /// "indexes": [index definition…], "tree": {"cache": <tree, export form>, "queries": [{"path",
 /// "parameters", "lastUse", "complete", "active", "keys"}], "writes": [{"id","path","set"|"merge"}]},
-/// "auth": {"uid","token","expiresAt"}}` — the same content a persistent client keeps in SQLite.
+/// "auth": {"uid","token","expiresAt"}, "bundles": {"bundles": {id: createTime}, "namedQueries": [NamedQuery…],
+/// "heldTargets": [query…]}}` — the same content a persistent client keeps in SQLite.
 public struct ClientArchive: Sendable {
     public let id: String
     let settings: ClientSettings
@@ -19,7 +20,7 @@ public struct ClientArchive: Sendable {
 
     static func encode(id: String, settings: ClientSettings, network: NetworkConditions, remote: RemoteDocumentCache,
                        queue: MutationQueue, parked: [String: MutationQueue], targets: TargetCache, indexes: JSON, tree: JSON?,
-                       auth: ClientAuth?) -> JSON {
+                       auth: ClientAuth?, bundles: JSON? = nil) -> JSON {
         let documents = remote.entries.sorted { ResourcePath.compare($0.key, $1.key) < 0 }.map { path, entry -> JSON in
             switch entry {
             case .found(let document, let committed):
@@ -52,6 +53,7 @@ public struct ClientArchive: Sendable {
             }),
         ]
         if let tree { archive = archive.withMember("tree", tree) }
+        if let bundles { archive = archive.withMember("bundles", bundles) }
         if let auth { archive = archive.withMember("auth", auth.json) }
         return archive
     }
@@ -110,6 +112,10 @@ public struct ClientArchive: Sendable {
                 throw .invalidArgument("\(field).\(error.message)")
             }
             snapshot.indexes = indexes
+        }
+        if let bundles = json["bundles"], bundles != .null {
+            guard case .object = bundles else { throw .invalidArgument("\(field).bundles must be an object.") }
+            snapshot.bundles = bundles
         }
         self.snapshot = snapshot
         tree = try ClientArchive.parseTree(json["tree"], auth: json["auth"], field: field)

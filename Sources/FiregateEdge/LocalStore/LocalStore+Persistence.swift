@@ -23,6 +23,30 @@ extension LocalStore {
         persistRemote(path)
     }
 
+    /// A document from watch or a bundle, by the SDK's rule (populateDocumentChangeBuffer): taken
+    /// when nothing is cached, when newer, or at the same version as one derived from an
+    /// acknowledged write; "missing at version 0" (access lost) drops the document. Returns
+    /// whether the cache changed.
+    @discardableResult
+    mutating func acceptRemote(_ path: ResourcePath, _ update: RemoteDocument) -> Bool {
+        targetCache.touch(path)
+        if case .missing(let version, _) = update, version == .zero {
+            guard remoteDocuments[path] != nil else { return false }
+            remoteDocuments.set(path, nil)
+            persistRemote(path)
+            return true
+        }
+        if let existing = remoteDocuments[path] {
+            let derivedFromWrite = switch existing {
+            case .found(_, let committed), .missing(_, let committed): committed
+            }
+            guard update.version > existing.version || (update.version == existing.version && derivedFromWrite) else { return false }
+        }
+        remoteDocuments.set(path, update)
+        persistRemote(path)
+        return true
+    }
+
     func persistRemote(_ path: ResourcePath) {
         guard persistent, let storage else { return }
         let sequence = targetCache.documentSequence[path] ?? 0

@@ -22,6 +22,8 @@ struct LocalStore {
     var queuesByUser: [String: MutationQueue] = [:]
     /// Every query listened to, its server result's keys, and LRU sequence numbers.
     var targetCache = TargetCache()
+    /// Loaded bundles and their named queries.
+    var bundles = BundleCache()
     var gcRuns = 0
     var lastGC: JSON = .null
     /// The SDK's indexAutoCreationEnabled: in memory only, off at every start.

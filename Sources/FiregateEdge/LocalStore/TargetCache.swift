@@ -98,7 +98,7 @@ public struct TargetCache: Sendable {
     /// A server result for the target: its keys become `documents`; documents that join or
     /// leave the target are referenced now (addReference / removeReference) and returned.
     @discardableResult
-    public mutating func applyServerResult(_ queryID: String, documents: Set<ResourcePath>) -> Set<ResourcePath> {
+    public mutating func applyServerResult(_ queryID: String, documents: Set<ResourcePath>, synced: Bool = true) -> Set<ResourcePath> {
         allocate(queryID)
         var target = targets[queryID]!
         let joined = documents.subtracting(target.documents), left = target.documents.subtracting(documents)
@@ -113,7 +113,7 @@ public struct TargetCache: Sendable {
             byteSize -= DocumentLimits.nameSize(path)
         }
         target.documents = documents
-        target.synced = true
+        target.synced = synced
         target.sequenceNumber = current
         targets[queryID] = target
         return joined.union(left)

@@ -35,9 +35,9 @@ struct ScriptedWatch {
     /// Listen and unlisten requests sent, for the state (the spec's watchStreamRequestCount).
     private(set) var requestCount = 0
     /// What the open stream has asked watch for: each target's last listen request, with the
-    /// resume token and purpose it carried (a re-listen after an existence-filter mismatch
-    /// says so; `targets` keeps the plain purpose for later reconnects).
-    private(set) var requests: [Int: (resumeToken: String, purpose: TargetPurpose)] = [:]
+    /// resume token (or, without one, the read time) and purpose it carried (a re-listen after
+    /// an existence-filter mismatch says so; `targets` keeps the plain purpose for later reconnects).
+    private(set) var requests: [Int: (resumeToken: String, readTime: Timestamp, purpose: TargetPurpose)] = [:]
 
     /// remoteStoreListen: the target is listened to from now on; an open stream asks for it.
     mutating func listen(_ target: WatchTarget, networkOn: Bool) {
@@ -154,7 +154,11 @@ struct ScriptedWatch {
         guard let target = targets[targetID] else { return }
         aggregator.recordPendingRequest(targetID)
         requestCount += 1
-        requests[targetID] = (purpose == nil ? target.resumeToken : "", purpose ?? target.purpose)
+        // As toTarget: a resume token if there is one, else the version the target was read at.
+        // A re-listen after a mismatch starts fresh, with neither.
+        let token = purpose == nil ? target.resumeToken : ""
+        let readTime = purpose == nil && token.isEmpty ? target.snapshotVersion : .zero
+        requests[targetID] = (token, readTime, purpose ?? target.purpose)
     }
 
     private mutating func sendUnwatchRequest(_ targetID: Int) {

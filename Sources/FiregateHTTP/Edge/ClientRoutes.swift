@@ -129,6 +129,8 @@ struct ClientRoutes: Sendable {
         case "runTimer":
             let timers = try SDKTimer.parse(body: try await request.jsonObjectBody())
             return JSONResponse.make(["ran": .array(try await client.runTimers(timers).map { .string($0) })])
+        case "loadBundle":
+            return try await ClientBundleRoutes(client: client).load(request)
         case "collectGarbage":
             let body = try await request.jsonObjectBody()
             var threshold: Int64?, percentile: Int?
@@ -159,6 +161,9 @@ struct ClientRoutes: Sendable {
         let client = clients.client(id)
         if let persistence = clients.persistence(ofTab: id), let response = try await TabRoutes(clients: clients, persistence: persistence, tab: id).subresource(subpath, request) {
             return response
+        }
+        if request.method == .get, subpath.hasPrefix("/namedQueries/") {
+            return try await ClientBundleRoutes(client: client).namedQuery(PercentDecoding.decode(String(subpath.dropFirst("/namedQueries/".count))))
         }
         switch (request.method, subpath) {
         case (.put, "/network"):

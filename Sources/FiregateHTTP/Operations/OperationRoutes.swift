@@ -31,6 +31,12 @@ struct OperationRoutes: Sendable {
             guard request.method == .delete else { throw .notFound("No route for \(request.method) \(path): only DELETE is served here.") }
             return try await resetDatabase(DatabaseID(project: segments[3], database: segments[5]))
         }
+        // POST /emulator/v1/projects/{p}/databases/{d}:bundle: a bundle of the database's data.
+        if segments.count == 6, segments[2] == "projects", segments[4] == "databases", segments[5].hasSuffix(":bundle") {
+            guard request.method == .post else { throw .notFound("No route for \(request.method) \(path): only POST is served here.") }
+            return try await BundleBuilderRoute(backend: backend, database: DatabaseID(project: segments[3], database: String(segments[5].dropLast(":bundle".count))))
+                .build(request)
+        }
         if segments[2] == "connections" {
             return try await ConnectionRoutes(registry: connections).respond(request, rest: segments.dropFirst(3))
         }

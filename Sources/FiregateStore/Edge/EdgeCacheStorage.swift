@@ -73,6 +73,10 @@ public struct EdgeCacheStorage: Sendable {
             }
             try db.execute(sql: "ALTER TABLE edge_targets DROP COLUMN documents")
         },
+        // Loaded bundles and their named queries (the SDK's bundle cache), one JSON value a client.
+        StoreMigration("edge-v8-bundles") { db in
+            try db.execute(sql: "CREATE TABLE edge_bundles (client_id TEXT PRIMARY KEY NOT NULL, state BLOB NOT NULL) WITHOUT ROWID")
+        },
     ]
 
     /// A cached remote document: found (with fields) or known missing (at `updateTime`), and
@@ -152,6 +156,8 @@ public struct EdgeCacheStorage: Sendable {
         public var targets: [StoredTarget]
         /// The local index definitions (an array in the Firebase CLI's format), if any.
         public var indexes: JSON?
+        /// The bundle cache (loaded bundles, named queries), if any.
+        public var bundles: JSON?
 
         public init(settings: JSON, documents: [StoredDocument] = [], mutations: [(Int64, Timestamp, JSON)] = [], targets: [StoredTarget] = [],
                     indexes: JSON? = nil) {
@@ -202,6 +208,9 @@ public struct EdgeCacheStorage: Sendable {
             }
             if let data = try Data.fetchOne(db, sql: "SELECT definitions FROM edge_indexes WHERE client_id = ?", arguments: [clientID]) {
                 snapshot.indexes = try? JSONParser.parse(data)
+            }
+            if let data = try Data.fetchOne(db, sql: "SELECT state FROM edge_bundles WHERE client_id = ?", arguments: [clientID]) {
+                snapshot.bundles = try? JSONParser.parse(data)
             }
             return snapshot
         }
@@ -322,6 +331,14 @@ public struct EdgeCacheStorage: Sendable {
         }
     }
 
+    /// Saves the bundle cache (replacing the earlier one).
+    public func saveBundles(_ state: JSON) {
+        let id = clientID, data = Data(JSONWriter.bytes(state))
+        enqueue { db in
+            try db.cachedStatement(sql: "INSERT OR REPLACE INTO edge_bundles (client_id, state) VALUES (?, ?)").execute(arguments: [id, data])
+        }
+    }
+
     public func deleteTargets(_ queries: [String]) {
         let id = clientID
         enqueue { db in
@@ -341,6 +358,7 @@ public struct EdgeCacheStorage: Sendable {
             try db.cachedStatement(sql: "DELETE FROM edge_targets WHERE client_id = ?").execute(arguments: [id])
             try db.cachedStatement(sql: "DELETE FROM edge_target_documents WHERE client_id = ?").execute(arguments: [id])
             try db.cachedStatement(sql: "DELETE FROM edge_indexes WHERE client_id = ?").execute(arguments: [id])
+            try db.cachedStatement(sql: "DELETE FROM edge_bundles WHERE client_id = ?").execute(arguments: [id])
             if includingSettings { try db.cachedStatement(sql: "DELETE FROM edge_clients WHERE client_id = ?").execute(arguments: [id]) }
         }
     }
@@ -349,7 +367,7 @@ public struct EdgeCacheStorage: Sendable {
     public func save(_ snapshot: Snapshot) async throws {
         let id = clientID
         try await store.committer.commit { db in
-            for table in ["edge_remote_documents", "edge_mutations", "edge_targets", "edge_target_documents", "edge_indexes", "edge_clients"] {
+            for table in ["edge_remote_documents", "edge_mutations", "edge_targets", "edge_target_documents", "edge_indexes", "edge_bundles", "edge_clients"] {
                 try db.execute(sql: "DELETE FROM \(table) WHERE client_id = ?", arguments: [id])
             }
             try db.cachedStatement(sql: "INSERT INTO edge_clients (client_id, settings) VALUES (?, ?)").execute(arguments: [id, Data(JSONWriter.bytes(snapshot.settings))])
@@ -365,6 +383,9 @@ public struct EdgeCacheStorage: Sendable {
             }
             if let indexes = snapshot.indexes {
                 try db.cachedStatement(sql: "INSERT INTO edge_indexes (client_id, definitions) VALUES (?, ?)").execute(arguments: [id, Data(JSONWriter.bytes(indexes))])
+            }
+            if let bundles = snapshot.bundles {
+                try db.cachedStatement(sql: "INSERT INTO edge_bundles (client_id, state) VALUES (?, ?)").execute(arguments: [id, Data(JSONWriter.bytes(bundles))])
             }
             for target in snapshot.targets { try EdgeCacheStorage.insertTarget(target, client: id, db) }
         }

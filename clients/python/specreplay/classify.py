@@ -38,6 +38,7 @@ SCRIPTED_REASONS = {
     "failDatabase (persistence fault injection)",
     "multi-client",
     "applyClientState (multi-tab)",
+    "loadBundle (bundles)",
 }
 
 KNOWN_ACTIONS = {

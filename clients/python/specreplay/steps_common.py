@@ -17,6 +17,7 @@ from urllib.parse import quote, urlsplit
 import requests
 from sse import SSEStream
 
+from . import bundles
 from .errors import GRPC_CODES, HarnessError, ServerGone, StepFailure
 from .events import Event, Listener
 from .values import is_doc_path, patch_body, query_key, query_label, structured_query, to_fields
@@ -117,6 +118,9 @@ class CommonSteps(StepMode):
             self.start_wait_for_pending_writes()
         elif "setIndexConfiguration" in step:
             run.call("PUT", f"{run.cbase}/indexes", json=step["setIndexConfiguration"])
+        elif "loadBundle" in step:
+            run.call("POST", f"{run.cbase}:loadBundle", data=bundles.rebase(step["loadBundle"], run.names),
+                     headers={"Content-Type": "application/octet-stream"})
         elif "triggerLruGC" in step:
             # The spec runner collects with LruParams(threshold, 100 %, no cap).
             run.call("POST", f"{run.cbase}:collectGarbage",

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from .errors import StepFailure
 from .steps_common import WatchMode
-from .values import spec_time, to_fields
+from .values import spec_time, time_micros, to_fields
 
 
 class ScriptedWatch(WatchMode):
@@ -137,6 +137,11 @@ class ScriptedWatch(WatchMode):
                     if (exp.get("resumeToken") or "") != t.get("resumeToken", ""):
                         problems.append(f"target {tid} listened with resume token {t.get('resumeToken')!r}, "
                                         f"expected {exp.get('resumeToken') or ''!r}")
+                    # Without a resume token the SDK asks from the version it read the target at
+                    # (a bundle's named query): the request's readTime.
+                    if int(exp.get("readTime") or 0) != time_micros(t.get("readTime")):
+                        problems.append(f"target {tid} listened at read time {t.get('readTime')}, "
+                                        f"expected {exp.get('readTime') or 0} µs")
                     purpose = exp.get("targetPurpose") or "TargetPurposeListen"
                     if purpose != t.get("purpose"):
                         problems.append(f"target {tid} listened for {t.get('purpose')}, expected {purpose}")

@@ -9,6 +9,7 @@ from __future__ import annotations
 import base64
 import json
 import math
+import calendar
 import time
 
 from .errors import HarnessError, UnsupportedValue
@@ -80,6 +81,15 @@ def spec_time(version) -> str:
     v = int(version or 0)
     secs, micros = divmod(v, 1_000_000)
     return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(secs)) + f".{micros:06d}Z"
+
+
+def time_micros(text) -> int:
+    """An RFC 3339 timestamp from the server as microseconds since the epoch (0 when absent)."""
+    if not text:
+        return 0
+    whole, _, rest = text.rstrip("Z").partition(".")
+    secs = calendar.timegm(time.strptime(whole, "%Y-%m-%dT%H:%M:%S"))
+    return secs * 1_000_000 + int((rest + "000000")[:6])
 
 
 def _num(x, kind):

@@ -1,0 +1,37 @@
+import FiregateModel
+
+/// Bundles through a client: the SDK's `loadBundle` and `namedQuery`.
+extension EdgeClient {
+    /// `POST /clients/{id}:loadBundle`: reads the whole bundle first (a fault anywhere loads
+    /// nothing), then applies it as the SDK's sync engine does (loadBundleImpl): a bundle no
+    /// newer than one loaded with its id is skipped; else its documents enter the cache, its
+    /// named queries are saved, and every view sees the changed documents. Returns the task's
+    /// progress updates, the last one final.
+    public func loadBundle(_ bytes: [UInt8]) throws(FiregateError) -> [LoadBundleProgress] {
+        try beginDataCall()
+        let database = settings.databaseID
+        let bundle = try FirestoreBundle(bytes: bytes, database: database)
+        if local.bundles.hasNewer(bundle.metadata) { return [.success(bundle.metadata)] }
+        var queries: [(FirestoreBundle.NamedQuery, Query)] = []
+        for named in bundle.namedQueries { queries.append((named, try named.query(database: database))) }
+        let changed = local.applyBundledDocuments(bundle)
+        for (named, query) in queries {
+            let results = Set(bundle.documents.filter { $0.queries.contains(named.name) }.map(\.path))
+            local.saveNamedQuery(named, query: query, documents: results)
+        }
+        // syncEngineEmitNewSnapsAndNotifyLocalStore, with no remote event.
+        if !changed.isEmpty { updateViews() }
+        local.noteBundleLoaded(bundle.metadata)
+        backend.operations.record(.client(client: id, action: "bundleLoaded"))
+        return bundle.progress
+    }
+
+    /// `GET /clients/{id}/namedQueries/{name}`: a query a loaded bundle saved under `name`.
+    public func namedQuery(_ name: String) throws(FiregateError) -> FirestoreBundle.NamedQuery {
+        try beginDataCall()
+        guard let query = local.bundles.namedQueries[name] else {
+            throw .notFound("No loaded bundle has a named query \"\(name)\".")
+        }
+        return query
+    }
+}
