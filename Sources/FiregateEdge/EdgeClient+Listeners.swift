@@ -12,13 +12,12 @@ extension EdgeClient {
         // The listen's target is allocated in the local store first; if that fails, so does it.
         // A secondary tab allocates it in its own transaction.
         if isSecondary(options.owner), let owner = options.owner {
-            if tabs.faults[owner]?.fails(.allocateTarget) == true { throw StorageFaults.error(.allocateTarget) }
+            if tabs.context.faults[owner]?.fails(.allocateTarget) == true { throw StorageFaults.error(.allocateTarget) }
         } else {
             try checkStorage(.allocateTarget)
         }
         let (stream, output) = AsyncStream<EdgeEvent>.makeStream(bufferingPolicy: .bufferingOldest(EdgeClient.listenerBuffer))
-        let listenerID = nextListenerID
-        nextListenerID += 1
+        let listenerID = events.allocateID()
         let queryID = query.targetCanonicalID
         local.targetCache.beginOperation()
         if local.targetCache.targets[queryID] == nil {
@@ -27,8 +26,8 @@ extension EdgeClient {
         }
         // A target another listener already keeps current starts current (its query state),
         // for a listener from the cache too: the SDK shares the query's view between them.
-        let sharedTargetCurrent = listeners.values.contains { $0.queryID == queryID && !$0.options.cacheOnly && $0.current }
-        listeners[listenerID] = ListenerEntry(
+        let sharedTargetCurrent = events.listeners.values.contains { $0.queryID == queryID && !$0.options.cacheOnly && $0.current }
+        events.listeners[listenerID] = ListenerEntry(
             query: query, queryID: queryID, options: options, view: QueryView(query: query, database: settings.databaseID),
             listener: QueryListener(includeMetadataChanges: options.includeMetadataChanges, cacheOnly: options.cacheOnly),
             current: sharedTargetCurrent, output: output)
@@ -41,7 +40,7 @@ extension EdgeClient {
             // The script answers; offline, the stream asks once the network is back. Another
             // tab's query waits while the primary cannot allocate it.
             if isSecondary(options.owner) && local.faults.fails(.allocateTarget) {
-                tabs.deferredListens.insert(queryID)
+                tabs.context.deferredListens.insert(queryID)
             } else {
                 scriptedListen(queryID)
             }
@@ -60,18 +59,18 @@ extension EdgeClient {
     }
 
     func removeListener(_ listenerID: Int) {
-        guard let entry = listeners.removeValue(forKey: listenerID) else { return }
+        guard let entry = events.listeners.removeValue(forKey: listenerID) else { return }
         noteStreamClosed()
         updateWatchInterest()
         heldTargets.remove(listenerID)
         // Another tab's query stays on watch while the primary cannot release it.
         let unlisten = isSecondary(entry.options.owner) && local.faults.fails(.releaseTarget)
-            ? { (queryID: String) in self.tabs.deferredUnlistens.insert(queryID) } : scriptedUnlisten
-        if !entry.options.cacheOnly, listeners.values.contains(where: { $0.queryID == entry.queryID }),
-           !listeners.values.contains(where: { $0.queryID == entry.queryID && !$0.options.cacheOnly }) {
+            ? { (queryID: String) in self.tabs.context.deferredUnlistens.insert(queryID) } : scriptedUnlisten
+        if !entry.options.cacheOnly, events.listeners.values.contains(where: { $0.queryID == entry.queryID }),
+           !events.listeners.values.contains(where: { $0.queryID == entry.queryID && !$0.options.cacheOnly }) {
             // Only listeners from the cache are left: the target stays, watch stops listening.
             unlisten(entry.queryID)
-        } else if !listeners.values.contains(where: { $0.queryID == entry.queryID }) {
+        } else if !events.listeners.values.contains(where: { $0.queryID == entry.queryID }) {
             // The target's last listener: it becomes inactive now (releaseTarget), and the
             // documents its view showed are no longer referenced by it.
             if !entry.options.cacheOnly { unlisten(entry.queryID) }
@@ -79,7 +78,7 @@ extension EdgeClient {
             releaseTarget(entry.queryID)
             for doc in entry.view.documents { local.touch(doc.document.path) }
         }
-        if !listeners.values.contains(where: { !$0.options.cacheOnly }) { stopWatch() }
+        if !events.listeners.values.contains(where: { !$0.options.cacheOnly }) { stopWatch() }
         collectEagerGarbage()
     }
 
@@ -104,19 +103,19 @@ extension EdgeClient {
     /// locally since the last update, a view that can (`QueryView.updatesIncrementally`, a
     /// single client's listener on the live watch) takes just them instead of re-running its query.
     func updateViews(_ ids: [Int]? = nil, pendingResets: Set<String> = [], changed: Set<ResourcePath>? = nil) {
-        let raisedBefore = eventCounter
-        defer { raiseSnapshotsInSync(ifRaisedSince: raisedBefore) }
+        let raisedBefore = events.eventCounter
+        defer { events.raiseSnapshotsInSync(ifRaisedSince: raisedBefore) }
         let ownView = localView()
         // Tabs signed in as another user than the primary's see that user's queue.
         var otherUsersViews: [String: LocalViewBuilder] = [:]
-        for listenerID in ids ?? Array(listeners.keys).sorted() {
+        for listenerID in ids ?? Array(events.listeners.keys).sorted() {
             // Out of the dictionary while it changes, so its view's storage is not copied.
-            guard var entry = listeners.removeValue(forKey: listenerID) else { continue }
-            defer { listeners[listenerID] = entry }
+            guard var entry = events.listeners.removeValue(forKey: listenerID) else { continue }
+            defer { events.listeners[listenerID] = entry }
             var builder = ownView
             if let owner = entry.options.owner {
-                if tabs.frozen.contains(owner) { continue }
-                if let user = tabs.users[owner], user != currentUser {
+                if tabs.context.frozen.contains(owner) { continue }
+                if let user = tabs.context.users[owner], user != currentUser {
                     builder = otherUsersViews[user] ?? localView(for: user)
                     otherUsersViews[user] = builder
                 }
@@ -135,7 +134,7 @@ extension EdgeClient {
                                              syncedKeys: target?.documents, pendingReset: pendingResets.contains(entry.queryID))
             }
             if let snapshot, let raised = entry.listener.onViewSnapshot(snapshot, onlineState: onlineState) {
-                emit(raised, to: &entry)
+                events.emit(raised, to: &entry, database: settings.databaseID)
             }
         }
         updateScriptedLimbo()
@@ -144,21 +143,12 @@ extension EdgeClient {
     /// Gives listeners whose first snapshot was held back a chance to raise it.
     func raiseOnlineState(for ids: [Int]? = nil) {
         broadcastOnlineStateIfChanged()
-        let raisedBefore = eventCounter
-        defer { raiseSnapshotsInSync(ifRaisedSince: raisedBefore) }
-        for listenerID in ids ?? Array(listeners.keys).sorted() {
-            guard var entry = listeners[listenerID] else { continue }
-            if let raised = entry.listener.onOnlineStateChange(onlineState) { emit(raised, to: &entry) }
-            listeners[listenerID] = entry
-        }
-    }
-
-    func emit(_ snapshot: ViewSnapshot, to entry: inout ListenerEntry) {
-        eventCounter += 1
-        let body = JSONWriter.bytes(snapshot.render(database: settings.databaseID, options: entry.options))
-        if case .dropped = entry.output.yield(.snapshot(id: eventCounter, body: body)) {
-            entry.output.yield(.error(FiregateError(.resourceExhausted, "The listener fell too far behind and was closed.")))
-            entry.output.finish()
+        let raisedBefore = events.eventCounter
+        defer { events.raiseSnapshotsInSync(ifRaisedSince: raisedBefore) }
+        for listenerID in ids ?? Array(events.listeners.keys).sorted() {
+            guard var entry = events.listeners[listenerID] else { continue }
+            if let raised = entry.listener.onOnlineStateChange(onlineState) { events.emit(raised, to: &entry, database: settings.databaseID) }
+            events.listeners[listenerID] = entry
         }
     }
 
@@ -166,9 +156,8 @@ extension EdgeClient {
     /// everything published to the backend before the call.
     public func sync(token: String) async {
         if !gates.holdWatch { await catchUpWithWatch() }
-        for entry in listeners.values { entry.output.yield(.sync(token: token)) }
-        for observer in inSyncObservers.values { observer.yield(.sync(token: token)) }
-        for observer in sharedStateObservers.values { observer.yield(.sync(token: token)) }
+        events.sync(token: token)
+        tabs.sync(token: token)
     }
 
     /// `onSnapshotsInSync`: the stream gets one event at once, then one after every change
@@ -176,42 +165,31 @@ extension EdgeClient {
     public func observeSnapshotsInSync() throws(FiregateError) -> (AsyncStream<EdgeEvent>, AsyncStream<EdgeEvent>.Continuation) {
         try beginDataCall()
         let (stream, output) = AsyncStream<EdgeEvent>.makeStream(bufferingPolicy: .bufferingOldest(EdgeClient.listenerBuffer))
-        let observerID = nextListenerID
-        nextListenerID += 1
-        inSyncObservers[observerID] = output
+        let observerID = events.addInSyncObserver(output)
         output.onTermination = { [weak self] _ in
             Task { await self?.removeInSyncObserver(observerID) }
         }
-        output.yield(.snapshotsInSync)
         return (stream, output)
     }
 
-    func removeInSyncObserver(_ observerID: Int) {
-        inSyncObservers[observerID] = nil
-    }
-
-    /// After a pass over the views: if any listener raised a snapshot, they are all in sync.
-    func raiseSnapshotsInSync(ifRaisedSince counter: Int64) {
-        guard eventCounter != counter else { return }
-        for observer in inSyncObservers.values { observer.yield(.snapshotsInSync) }
-    }
+    private func removeInSyncObserver(_ observerID: Int) { events.removeInSyncObserver(observerID) }
 
     /// The primary's retry: the other tabs' queries it could not take up or let go of go to
     /// watch now, if its storage works again. True if any did.
     func retryDeferredTargets() -> Bool {
         var ran = false
-        if !tabs.deferredListens.isEmpty, !local.faults.fails(.allocateTarget) {
-            for queryID in tabs.deferredListens.sorted() where listeners.values.contains(where: { $0.queryID == queryID && !$0.options.cacheOnly }) {
+        if !tabs.context.deferredListens.isEmpty, !local.faults.fails(.allocateTarget) {
+            for queryID in tabs.context.deferredListens.sorted() where events.listeners.values.contains(where: { $0.queryID == queryID && !$0.options.cacheOnly }) {
                 scriptedListen(queryID)
             }
-            tabs.deferredListens.removeAll()
+            tabs.context.deferredListens.removeAll()
             ran = true
         }
-        if !tabs.deferredUnlistens.isEmpty, !local.faults.fails(.releaseTarget) {
-            for queryID in tabs.deferredUnlistens.sorted() where !listeners.values.contains(where: { $0.queryID == queryID && !$0.options.cacheOnly }) {
+        if !tabs.context.deferredUnlistens.isEmpty, !local.faults.fails(.releaseTarget) {
+            for queryID in tabs.context.deferredUnlistens.sorted() where !events.listeners.values.contains(where: { $0.queryID == queryID && !$0.options.cacheOnly }) {
                 scriptedUnlisten(queryID)
             }
-            tabs.deferredUnlistens.removeAll()
+            tabs.context.deferredUnlistens.removeAll()
             ran = true
         }
         return ran
@@ -220,25 +198,14 @@ extension EdgeClient {
     /// A listen watch refused: every listener of the query gets the error and ends, and the
     /// target is released; cached documents stay (syncEngineRejectListen).
     func endListeners(ofQuery queryID: String, with error: FiregateError) {
-        for (listenerID, entry) in listeners where entry.queryID == queryID {
-            listeners[listenerID] = nil
-            entry.output.yield(.error(FiregateError(error.status, error.message)))
-            entry.output.finish()
-        }
+        events.endListeners(ofQuery: queryID, with: error)
         local.targetCache.beginOperation()
         releaseTarget(queryID)
     }
 
     func endListeners(with error: FiregateError?) {
-        let entries = listeners.values
-        listeners.removeAll()
+        events.endAll(with: error)
         heldTargets.removeAll()
-        let outputs = entries.map(\.output) + inSyncObservers.values + sharedStateObservers.values
-        inSyncObservers.removeAll()
-        sharedStateObservers.removeAll()
-        for output in outputs {
-            if let error { output.yield(.error(error)) }
-            output.finish()
-        }
+        tabs.endAll(with: error)
     }
 }

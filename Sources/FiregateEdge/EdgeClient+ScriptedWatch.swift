@@ -29,7 +29,7 @@ extension EdgeClient {
         }
         scripted = ScriptedWatch()
         if !canUseNetwork { scripted?.networkChanged(online: false) }
-        let queries = Set(listeners.values.filter { !$0.options.cacheOnly }.map(\.queryID))
+        let queries = Set(events.listeners.values.filter { !$0.options.cacheOnly }.map(\.queryID))
         for queryID in queries.sorted(by: { (local.targetCache.targets[$0]?.targetID ?? 0) < (local.targetCache.targets[$1]?.targetID ?? 0) }) {
             scriptedListen(queryID)
         }
@@ -37,8 +37,8 @@ extension EdgeClient {
 
     /// remoteStoreListen for a listened query's target.
     func scriptedListen(_ queryID: String) {
-        guard let target = local.targetCache.targets[queryID], let entry = listeners.values.first(where: { $0.queryID == queryID }) else { return }
-        if tabs.termFirstRequests[target.targetID] == nil { tabs.termFirstRequests[target.targetID] = target.resumeToken }
+        guard let target = local.targetCache.targets[queryID], let entry = events.listeners.values.first(where: { $0.queryID == queryID }) else { return }
+        if tabs.context.termFirstRequests[target.targetID] == nil { tabs.context.termFirstRequests[target.targetID] = target.resumeToken }
         scripted?.listen(WatchTarget(id: target.targetID, query: entry.query, purpose: .listen, resumeToken: target.resumeToken,
                                      snapshotVersion: target.snapshotVersion, lookupPath: entry.query.lookedUpPath(database: settings.databaseID)),
                          networkOn: canUseNetwork)
@@ -89,7 +89,7 @@ extension EdgeClient {
         case .streamFailed(let offline):
             if offline {
                 // OnlineState.Offline: every view stops being current.
-                for listenerID in listeners.keys { listeners[listenerID]?.current = false }
+                for listenerID in events.listeners.keys { events.listeners[listenerID]?.current = false }
                 updateViews()
             }
         }
@@ -121,12 +121,12 @@ extension EdgeClient {
         }
         for (path, update) in event.documentUpdates.sorted(by: { $0.key < $1.key }) { local.acceptRemote(path, update) }
         for (targetID, change) in event.targetChanges.sorted(by: { $0.key < $1.key }) where change.current && !limbo.isLookup(targetID) {
-            broadcast(EdgeClient.targetNotification(targetID, "current"))
+            broadcast(TabCoordinator.targetNotification(targetID, "current"))
         }
-        for (listenerID, entry) in listeners {
+        for (listenerID, entry) in events.listeners {
             if let targetID = local.targetCache.targets[entry.queryID]?.targetID, let change = event.targetChanges[targetID] {
-                listeners[listenerID]?.current = change.current
-                if change.current { tabs.limboTrackedTargets?.insert(targetID) }
+                events.listeners[listenerID]?.current = change.current
+                if change.current { tabs.context.limboTrackedTargets?.insert(targetID) }
             }
         }
         let resets = Set(event.targetMismatches.keys.compactMap { local.targetCache.queryIDs[$0] })
@@ -138,7 +138,7 @@ extension EdgeClient {
     private func rejectListens(_ targets: [WatchTarget], _ error: FiregateError) {
         for target in targets {
             let targetID = target.id
-            if !limbo.isLookup(targetID) { broadcast(EdgeClient.targetNotification(targetID, "rejected")) }
+            if !limbo.isLookup(targetID) { broadcast(TabCoordinator.targetNotification(targetID, "rejected")) }
             if limbo.isLookup(targetID), local.faults.fails(.applyRemoteEvent) {
                 // Dropping the document fails: the lookup stays, and is asked for again when
                 // the network comes back.
@@ -162,9 +162,9 @@ extension EdgeClient {
     func updateScriptedLimbo() {
         guard scripted != nil else { return }
         var byTarget: [Int: Set<ResourcePath>] = [:]
-        for entry in listeners.values where !entry.options.cacheOnly {
+        for entry in events.listeners.values where !entry.options.cacheOnly {
             guard let targetID = local.targetCache.targets[entry.queryID]?.targetID,
-                  tabs.limboTrackedTargets?.contains(targetID) ?? true else { continue }
+                  tabs.context.limboTrackedTargets?.contains(targetID) ?? true else { continue }
             byTarget[targetID, default: []].formUnion(entry.view.limboDocuments)
         }
         for (targetID, paths) in byTarget.sorted(by: { $0.key < $1.key }) { applyLimboActions(limbo.update(targetID: targetID, limbo: paths)) }

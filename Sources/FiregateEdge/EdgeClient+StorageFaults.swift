@@ -34,7 +34,7 @@ extension EdgeClient {
         stopWatch()
         scripted?.suspend(offline: offline && network.online)
         guard offline, network.online else { return }
-        for listenerID in listeners.keys { listeners[listenerID]?.current = false }
+        for listenerID in events.listeners.keys { events.listeners[listenerID]?.current = false }
         updateViews()
         raiseOnlineState()
     }

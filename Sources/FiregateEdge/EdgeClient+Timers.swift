@@ -19,7 +19,7 @@ extension EdgeClient {
         case .onlineStateTimeout:
             guard scripted?.onlineStateTimeout() == true else { return false }
             // OnlineState.Offline: current views go from cache, held first snapshots are raised.
-            for listenerID in listeners.keys { listeners[listenerID]?.current = false }
+            for listenerID in events.listeners.keys { events.listeners[listenerID]?.current = false }
             updateViews()
             raiseOnlineState()
             return true

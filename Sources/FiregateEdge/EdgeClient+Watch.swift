@@ -7,7 +7,7 @@ import FiregateStore
 extension EdgeClient {
     func ensureWatch() {
         updateWatchInterest()
-        guard watch == nil, scripted == nil, canUseNetwork, !terminated, listeners.values.contains(where: { !$0.options.cacheOnly }) else { return }
+        guard watch == nil, scripted == nil, canUseNetwork, !terminated, events.listeners.values.contains(where: { !$0.options.cacheOnly }) else { return }
         watch = WatchConnection.open(on: database, for: self, interest: watchInterest)
         watch?.rulesGeneration = backend.rules.generation
     }
@@ -15,16 +15,16 @@ extension EdgeClient {
     /// Keeps the watch's interest equal to the listeners' queries (called when they change,
     /// before a new listener's first server fetch, so no commit after it is missed).
     func updateWatchInterest() {
-        watchInterest.set(listeners.values.filter { !$0.options.cacheOnly }.map(\.query))
+        watchInterest.set(events.listeners.values.filter { !$0.options.cacheOnly }.map(\.query))
     }
 
     func stopWatch() {
         watch?.close()
         watch = nil
         // Without the feed, server results fall behind: the next one starts them anew.
-        for listenerID in listeners.keys {
-            listeners[listenerID]?.serverSequence = nil
-            listeners[listenerID]?.matches = nil
+        for listenerID in events.listeners.keys {
+            events.listeners[listenerID]?.serverSequence = nil
+            events.listeners[listenerID]?.matches = nil
         }
     }
 
@@ -41,29 +41,29 @@ extension EdgeClient {
         var touched: [Int] = []
         switch event {
         case .commit(let record):
-            for (listenerID, entry) in listeners where !entry.options.cacheOnly {
+            for (listenerID, entry) in events.listeners where !entry.options.cacheOnly {
                 if record.changes.contains(where: { entry.query.containsPath($0.path) || entry.serverPaths.contains($0.path) }) {
                     touched.append(listenerID)
                 }
             }
             // Targets with a server result follow the commit's changes, not a new query run.
             if !gates.holdWatch {
-                let incremental = touched.filter { listeners[$0]?.serverSequence != nil }
+                let incremental = touched.filter { events.listeners[$0]?.serverSequence != nil }
                 if !incremental.isEmpty { applyChanges(record, to: incremental) }
-                touched.removeAll { listeners[$0]?.serverSequence != nil }
+                touched.removeAll { events.listeners[$0]?.serverSequence != nil }
             }
         case .overflow:
-            touched = listeners.filter { !$0.value.options.cacheOnly }.map(\.key)
+            touched = events.listeners.filter { !$0.value.options.cacheOnly }.map(\.key)
         case .closed:
             // The database was reset: reconnect and refetch everything.
             stopWatch()
             ensureWatch()
-            touched = listeners.filter { !$0.value.options.cacheOnly }.map(\.key)
+            touched = events.listeners.filter { !$0.value.options.cacheOnly }.map(\.key)
         case .heartbeat:
             // The rules changed (the feed wakes every listen): every listen is judged again.
             guard let generation = watch?.rulesGeneration, generation != backend.rules.generation else { return }
             watch?.rulesGeneration = backend.rules.generation
-            touched = listeners.filter { !$0.value.options.cacheOnly }.map(\.key)
+            touched = events.listeners.filter { !$0.value.options.cacheOnly }.map(\.key)
         }
         guard !touched.isEmpty else { return }
         if gates.holdWatch {
@@ -79,7 +79,7 @@ extension EdgeClient {
     public func releaseWatch() {
         guard network.online, scripted == nil else { return }
         heldTargets.removeAll()
-        let ids = listeners.filter { !$0.value.options.cacheOnly }.map(\.key).sorted()
+        let ids = events.listeners.filter { !$0.value.options.cacheOnly }.map(\.key).sorted()
         if !ids.isEmpty { refreshTargets(ids) }
     }
 
@@ -89,12 +89,12 @@ extension EdgeClient {
     /// results.
     func applyChanges(_ record: CommitRecord, to ids: [Int]) {
         // A target refreshed after this commit already holds it.
-        let behind = ids.filter { listeners[$0].map { record.sequence > ($0.serverSequence ?? .max) } ?? false }
+        let behind = ids.filter { events.listeners[$0].map { record.sequence > ($0.serverSequence ?? .max) } ?? false }
         guard !behind.isEmpty else { return }
         local.targetCache.beginOperation()
         var changed = Set<ResourcePath>()
         for change in record.changes where behind.contains(where: { id in
-            listeners[id].map { $0.query.containsPath(change.path) || $0.serverPaths.contains(change.path) } ?? false
+            events.listeners[id].map { $0.query.containsPath(change.path) || $0.serverPaths.contains(change.path) } ?? false
         }) {
             local.acceptFromWatch(change.path, change.after, deletedAt: record.commitTime)
             changed.insert(change.path)
@@ -102,7 +102,7 @@ extension EdgeClient {
         let database = settings.databaseID
         for listenerID in behind {
             // Out of the dictionary while it changes, so its match set is not copied.
-            guard var entry = listeners.removeValue(forKey: listenerID) else { continue }
+            guard var entry = events.listeners.removeValue(forKey: listenerID) else { continue }
             var joined = Set<ResourcePath>(), left = Set<ResourcePath>()
             if var matches = entry.matches {
                 for change in record.changes { matches.apply(path: change.path, before: change.before, after: change.after) }
@@ -124,7 +124,7 @@ extension EdgeClient {
             entry.serverSequence = record.sequence
             entry.current = true
             let queryID = entry.queryID
-            listeners[listenerID] = entry
+            events.listeners[listenerID] = entry
             for path in local.targetCache.applyServerChanges(queryID, joined: joined, left: left) where local.remoteDocuments[path] != nil { local.persistSequence(path) }
             local.persistTarget(queryID, changed: (joined, left))
         }
@@ -138,7 +138,7 @@ extension EdgeClient {
         local.targetCache.beginOperation()
         let judge = backend.rules.documentJudge(settings.databaseID, caller: RulesCaller(identity: rulesIdentity, surface: "edge", client: id))
         for listenerID in ids {
-            guard var entry = listeners[listenerID] else { continue }
+            guard var entry = events.listeners[listenerID] else { continue }
             if let judge, let denial = EdgeClient.denial(of: entry.query, by: judge, in: database) {
                 endListeners(ofQuery: entry.queryID, with: denial)
                 continue
@@ -160,12 +160,12 @@ extension EdgeClient {
             }
             entry.serverPaths = seen
             if !entry.current, let targetID = local.targetCache.targets[entry.queryID]?.targetID {
-                broadcast(EdgeClient.targetNotification(targetID, "current"))
+                broadcast(TabCoordinator.targetNotification(targetID, "current"))
             }
             entry.current = true
             entry.serverSequence = sequence
             entry.matches = entry.query.limit != nil || entry.query.offset > 0 ? matches : nil
-            listeners[listenerID] = entry
+            events.listeners[listenerID] = entry
             for path in local.targetCache.applyServerResult(entry.queryID, documents: seen) where local.remoteDocuments[path] != nil {
                 local.persistSequence(path)
             }
@@ -193,7 +193,7 @@ extension EdgeClient {
         stopWatch()
         scripted?.networkChanged(online: false)
         heldTargets.removeAll()
-        for listenerID in listeners.keys { listeners[listenerID]?.current = false }
+        for listenerID in events.listeners.keys { events.listeners[listenerID]?.current = false }
         updateViews()
         raiseOnlineState()
         backend.operations.record(.network(client: id, online: false))
@@ -212,7 +212,7 @@ extension EdgeClient {
         guard canUseNetwork else { return }
         ensureWatch()
         scripted?.networkChanged(online: true)
-        let ids = listeners.filter { !$0.value.options.cacheOnly }.map(\.key).sorted()
+        let ids = events.listeners.filter { !$0.value.options.cacheOnly }.map(\.key).sorted()
         if scripted != nil {
             // The reopened stream asks for every target; the script answers.
         } else if gates.holdWatch {

@@ -43,7 +43,7 @@ extension EdgeClient {
                 throw .internal("The write could not be persisted: \(error)")
             }
         }
-        broadcast(EdgeClient.batchNotification(batch.id, .pending))
+        broadcast(TabCoordinator.batchNotification(batch.id, .pending))
         updateViews()
         pumpWrites()
         return batch
@@ -222,7 +222,7 @@ extension EdgeClient {
     /// Records a batch's final state and wakes whoever waits on it.
     func finish(_ batchID: Int64, _ state: WriteState) {
         let (acks, drained) = writeCallbacks.settle(batchID, state, lowestQueued: local.mutationQueue.first?.id)
-        broadcast(EdgeClient.batchNotification(batchID, state))
+        broadcast(TabCoordinator.batchNotification(batchID, state))
         switch state {
         case .acknowledged: backend.operations.record(.writeAcknowledged(client: id, writeID: String(batchID)))
         case .rejected(let error):

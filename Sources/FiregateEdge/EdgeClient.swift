@@ -29,12 +29,8 @@ public actor EdgeClient {
     var auth: ClientAuth?
     var heartbeat = HeartbeatMonitor()
 
-    var listeners: [Int: ListenerEntry] = [:]
-    /// `onSnapshotsInSync` observers, by id.
-    var inSyncObservers: [Int: AsyncStream<EdgeEvent>.Continuation] = [:]
-    var nextListenerID = 1
-    /// Client-wide event counter: the `id:` of SSE events.
-    var eventCounter: Int64 = 0
+    /// The listeners and snapshots-in-sync observers, and what is yielded to them.
+    var events = EventManager()
 
     var watch: WatchConnection?
     /// The watch stream as the test scripts it (`gates.scriptedWatch`), instead of `watch`.
@@ -46,11 +42,8 @@ public actor EdgeClient {
     var recovery = RecoveryQueue()
     /// Why the streams stay closed though the network switch is on (none: they may run).
     var offlineCauses: Set<OfflineCause> = []
-    /// On a shared persistence: what the engine knows of its tabs (`TabContext`).
-    var tabs = TabContext()
-    /// `GET …/sharedClientState` streams, and the online state they were last told.
-    var sharedStateObservers: [Int: AsyncStream<EdgeEvent>.Continuation] = [:]
-    var broadcastOnlineState: OnlineState?
+    /// On a shared persistence: what the engine knows of its tabs, and their notification streams.
+    var tabs = TabCoordinator()
     /// The queries the watch connection asks the feed for: its listeners' (the feed indexes
     /// them by collection, so other collections' commits never reach this client).
     let watchInterest = FeedInterest()
@@ -127,7 +120,7 @@ public actor EdgeClient {
 
     /// The user a listener's or a write's tab is signed in as (the client's own user when it
     /// is no tab).
-    func user(of tab: String?) -> String { tab.flatMap { tabs.users[$0] } ?? currentUser }
+    func user(of tab: String?) -> String { tab.flatMap { tabs.context.users[$0] } ?? currentUser }
 
     /// Fails data calls on a terminated client, and marks the client started.
     func beginDataCall() throws(FiregateError) {
@@ -175,7 +168,7 @@ public actor EdgeClient {
                 "mutationBytes": .int(Int64(local.mutationQueue.byteSize)),
                 "hits": .int(local.cacheStatistics.hits), "misses": .int(local.cacheStatistics.misses), "evictions": .int(local.cacheStatistics.evictions),
             ],
-            "listeners": .int(Int64(listeners.count)),
+            "listeners": .int(Int64(events.listeners.count)),
             "indexes": [
                 "count": .int(Int64(local.remoteDocuments.indexes.indexes.count)), "autoCreation": .bool(local.indexAutoCreation),
                 "used": .bool(usesIndexes), "entries": .int(Int64(local.remoteDocuments.indexes.entryCount)),
@@ -184,7 +177,7 @@ public actor EdgeClient {
                 "garbageCollector": .string(settings.garbageCollector.rawValue), "cacheSizeBytes": .int(settings.cacheSizeBytes),
                 "runs": .int(Int64(local.gcRuns)), "lastRun": local.lastGC,
             ],
-            "lastEventId": .int(eventCounter),
+            "lastEventId": .int(events.eventCounter),
             "watch": scriptedWatchJSON,
             "faults": faultsJSON,
         ]

@@ -9,18 +9,18 @@ extension EdgeClient {
     /// streams. Returns the watch state before it changed (what a tab that just lost the lease
     /// believes it still has), or nil for an outdated decision.
     func apply(_ decision: TabDecision) async -> JSON? {
-        guard decision.generation > tabs.appliedGeneration else { return nil }
-        tabs.appliedGeneration = decision.generation
+        guard decision.generation > tabs.context.appliedGeneration else { return nil }
+        tabs.context.appliedGeneration = decision.generation
         let streamBefore = scriptedWatchJSON
-        let previous = tabs.primary
+        let previous = tabs.context.primary
         if decision.primary != previous {
             local.faults = StorageFaults()
             if let primary = decision.primary, let primaryFaults = decision.faults[primary] { local.faults = primaryFaults }
             beginPrimaryTerm(of: decision.primary)
         }
-        tabs.primary = decision.primary
-        tabs.faults = decision.faults
-        for tab in Set(tabs.users.keys).union(tabs.frozen).union(decision.frozenTabs) {
+        tabs.context.primary = decision.primary
+        tabs.context.faults = decision.faults
+        for tab in Set(tabs.context.users.keys).union(tabs.context.frozen).union(decision.frozenTabs) {
             setViewsFrozen(ownedBy: tab, decision.frozenTabs.contains(tab))
         }
         guard decision.primary != nil else {
@@ -47,8 +47,8 @@ extension EdgeClient {
 
     /// The faults a tab's transactions have now (the primary's are the engine's own `faults`).
     func setFaults(_ faults: StorageFaults, ofTab tab: String) {
-        tabs.faults[tab] = faults
-        if tab == tabs.primary { self.local.faults = faults }
+        tabs.context.faults[tab] = faults
+        if tab == tabs.context.primary { self.local.faults = faults }
     }
 
     /// Another tab (or none) acts for the persistence now. Its sync engine starts without
@@ -58,10 +58,10 @@ extension EdgeClient {
     /// unsaved ones.
     private func beginPrimaryTerm(of primary: String?) {
         for targetID in limbo.activeByTarget.keys { scripted?.forget(targetID) }
-        if let primary = tabs.primary { tabs.limboNextTargetIDs[primary] = limbo.nextTargetID }
-        limbo = LimboResolutions(maxConcurrent: gates.maxConcurrentLimboResolutions, nextTargetID: primary.flatMap { tabs.limboNextTargetIDs[$0] } ?? 1)
-        tabs.limboTrackedTargets = []
-        tabs.termFirstRequests = [:]
+        if let primary = tabs.context.primary { tabs.context.limboNextTargetIDs[primary] = limbo.nextTargetID }
+        limbo = LimboResolutions(maxConcurrent: gates.maxConcurrentLimboResolutions, nextTargetID: primary.flatMap { tabs.context.limboNextTargetIDs[$0] } ?? 1)
+        tabs.context.limboTrackedTargets = []
+        tabs.context.termFirstRequests = [:]
         local.targetCache.revertToSaved()
         for target in local.targetCache.targets.values {
             scripted?.setResumeToken(target.targetID, target.resumeToken, snapshotVersion: target.snapshotVersion)
@@ -87,29 +87,29 @@ extension EdgeClient {
     /// A tab whose views wait (`frozen`) hears nothing of the others' changes; released, its
     /// views catch up at once.
     private func setViewsFrozen(ownedBy tab: String, _ frozen: Bool) {
-        guard frozen != tabs.frozen.contains(tab) else { return }
+        guard frozen != tabs.context.frozen.contains(tab) else { return }
         if frozen {
-            tabs.frozen.insert(tab)
+            tabs.context.frozen.insert(tab)
         } else {
-            tabs.frozen.remove(tab)
-            updateViews(listeners.filter { $0.value.options.owner == tab }.map(\.key).sorted())
+            tabs.context.frozen.remove(tab)
+            updateViews(events.listeners.filter { $0.value.options.owner == tab }.map(\.key).sorted())
         }
     }
 
     /// A tab signs in as `user` (nil: it closed): its views show that user's queued writes.
     func setTabUser(_ tab: String, _ user: String?) {
-        guard tabs.users[tab] != user else { return }
-        tabs.users[tab] = user
-        updateViews(listeners.filter { $0.value.options.owner == tab }.map(\.key).sorted())
+        guard tabs.context.users[tab] != user else { return }
+        tabs.context.users[tab] = user
+        updateViews(events.listeners.filter { $0.value.options.owner == tab }.map(\.key).sorted())
     }
 
     /// A tab of a shared persistence closed: its listeners end, the other tabs' stay.
     func endListeners(ownedBy tab: String) {
-        tabs.frozen.remove(tab)
-        tabs.users[tab] = nil
-        tabs.faults[tab] = nil
-        for (listenerID, entry) in listeners where entry.options.owner == tab {
-            entry.output.finish()
+        tabs.context.frozen.remove(tab)
+        tabs.context.users[tab] = nil
+        tabs.context.faults[tab] = nil
+        for (listenerID, entry) in events.listeners where entry.options.owner == tab {
+            events.finish(listenerID)
             removeListener(listenerID)
         }
     }
@@ -121,50 +121,23 @@ extension EdgeClient {
     public func observeSharedClientState() throws(FiregateError) -> (AsyncStream<EdgeEvent>, AsyncStream<EdgeEvent>.Continuation) {
         if terminated { throw .clientState("The client has already been terminated.") }
         let (stream, output) = AsyncStream<EdgeEvent>.makeStream(bufferingPolicy: .bufferingOldest(EdgeClient.listenerBuffer))
-        let observerID = nextListenerID
-        nextListenerID += 1
-        sharedStateObservers[observerID] = output
+        let observerID = events.allocateID()
+        tabs.addObserver(observerID, output, onlineState: onlineState)
         output.onTermination = { [weak self] _ in
             Task { await self?.removeSharedStateObserver(observerID) }
         }
-        output.yield(.clientState(EdgeClient.onlineNotification(onlineState)))
         return (stream, output)
     }
 
-    private func removeSharedStateObserver(_ observerID: Int) { sharedStateObservers[observerID] = nil }
+    private func removeSharedStateObserver(_ observerID: Int) { tabs.removeObserver(observerID) }
 
     /// Tells every `sharedClientState` stream.
-    func broadcast(_ notification: JSON) {
-        for observer in sharedStateObservers.values { observer.yield(.clientState(notification)) }
-    }
+    func broadcast(_ notification: JSON) { tabs.broadcast(notification) }
 
-    /// The online state, if it changed since the streams were last told.
-    func broadcastOnlineStateIfChanged() {
-        let state = onlineState
-        guard state != broadcastOnlineState else { return }
-        broadcastOnlineState = state
-        broadcast(EdgeClient.onlineNotification(state))
-    }
-
-    static func onlineNotification(_ state: OnlineState) -> JSON {
-        ["type": "onlineState", "state": .string(state == .online ? "online" : "offline")]
-    }
-
-    static func batchNotification(_ batchID: Int64, _ state: WriteState) -> JSON {
-        switch state {
-        case .pending: ["type": "mutationBatch", "batchId": .string(String(batchID)), "state": "pending"]
-        case .acknowledged: ["type": "mutationBatch", "batchId": .string(String(batchID)), "state": "acknowledged"]
-        case .rejected(let error):
-            ["type": "mutationBatch", "batchId": .string(String(batchID)), "state": "rejected", "error": JSON.errorBody(error)["error"] ?? .null]
-        }
-    }
-
-    static func targetNotification(_ targetID: Int, _ state: String) -> JSON {
-        ["type": "queryTarget", "targetId": .int(Int64(targetID)), "state": .string(state)]
-    }
+    func broadcastOnlineStateIfChanged() { tabs.broadcastOnlineStateIfChanged(onlineState) }
 
     /// Whether a listener or write comes from a tab other than the primary.
-    func isSecondary(_ tab: String?) -> Bool { tab != nil && tab != tabs.primary }
+    func isSecondary(_ tab: String?) -> Bool { tab != nil && tab != tabs.context.primary }
 
     /// Every user's pending batch ids, and the next id a batch will get.
     func batchIDs() -> (Set<Int64>, Int64) {
@@ -189,7 +162,7 @@ extension EdgeClient {
         }
         for item in scriptedWatchJSON["targets"]?.arrayValue ?? [] {
             guard let id = item["targetId"]?.integerLike.map(Int.init), listened.contains(id), !seen.contains(id) else { continue }
-            targets.append(item.withMember("resumeToken", .string(tabs.termFirstRequests[id] ?? "")))
+            targets.append(item.withMember("resumeToken", .string(tabs.context.termFirstRequests[id] ?? "")))
         }
         members["targets"] = .array(targets.sorted { ($0["targetId"]?.integerLike ?? 0) < ($1["targetId"]?.integerLike ?? 0) })
         return .object(members)

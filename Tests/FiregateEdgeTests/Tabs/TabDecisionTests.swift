@@ -22,7 +22,7 @@ final class TabDecisionTests: XCTestCase {
         let late = await engine.apply(decision(1, primary: "B", online: true))
         XCTAssertNil(late, "an older decision is ignored")
         let stillOffline = await engine.isOnline
-        let primary = await engine.tabs.primary
+        let primary = await engine.tabs.context.primary
         XCTAssertFalse(stillOffline)
         XCTAssertEqual(primary, "A")
 
@@ -32,7 +32,7 @@ final class TabDecisionTests: XCTestCase {
         let onlineState = await engine.onlineState
         XCTAssertEqual(onlineState, .offline, "the online state stays the last primary's")
         _ = await engine.apply(decision(4, primary: "B", online: true, frozen: ["A"]))
-        let (resumed, nowOnline, frozen) = await (engine.offlineCauses.contains(.noPrimaryTab), engine.isOnline, engine.tabs.frozen)
+        let (resumed, nowOnline, frozen) = await (engine.offlineCauses.contains(.noPrimaryTab), engine.isOnline, engine.tabs.context.frozen)
         XCTAssertFalse(resumed)
         XCTAssertTrue(nowOnline)
         XCTAssertEqual(frozen, ["A"])
