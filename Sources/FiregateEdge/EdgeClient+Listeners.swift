@@ -36,7 +36,7 @@ extension EdgeClient {
         }
         // First the cache's answer, then (online) the server's.
         updateViews([listenerID])
-        if !options.cacheOnly, scripted != nil {
+        if !options.cacheOnly, remote.scripted != nil {
             // The script answers; offline, the stream asks once the network is back. Another
             // tab's query waits while the primary cannot allocate it.
             if isSecondary(options.owner) && local.faults.fails(.allocateTarget) {
@@ -45,10 +45,10 @@ extension EdgeClient {
                 scriptedListen(queryID)
             }
             if onlineState == .offline { raiseOnlineState(for: [listenerID]) }
-        } else if !options.cacheOnly && canUseNetwork {
+        } else if !options.cacheOnly && remote.canUseNetwork {
             ensureWatch()
-            if gates.holdWatch {
-                heldTargets.insert(listenerID)
+            if remote.gates.holdWatch {
+                remote.heldTargets.insert(listenerID)
             } else {
                 refreshTargets([listenerID])
             }
@@ -62,7 +62,7 @@ extension EdgeClient {
         guard let entry = events.listeners.removeValue(forKey: listenerID) else { return }
         noteStreamClosed()
         updateWatchInterest()
-        heldTargets.remove(listenerID)
+        remote.heldTargets.remove(listenerID)
         // Another tab's query stays on watch while the primary cannot release it.
         let unlisten = isSecondary(entry.options.owner) && local.faults.fails(.releaseTarget)
             ? { (queryID: String) in self.tabs.context.deferredUnlistens.insert(queryID) } : scriptedUnlisten
@@ -120,18 +120,19 @@ extension EdgeClient {
                     otherUsersViews[user] = builder
                 }
             }
-            let current = entry.current && network.online
+            let current = entry.current && remote.network.online
             // A scripted watch's views know their target's keys, so they find limbo documents.
-            let target = scripted == nil || entry.options.cacheOnly ? nil : local.targetCache.targets[entry.queryID]
+            let target = remote.scripted == nil || entry.options.cacheOnly ? nil : local.targetCache.targets[entry.queryID]
             let hasCachedResults = target.map { !$0.resumeToken.isEmpty } ?? local.targetCache.hasCachedResults(entry.queryID)
             let snapshot: ViewSnapshot?
-            if let changed, entry.options.owner == nil, scripted == nil, entry.view.updatesIncrementally, entry.view.current != nil,
-               !pendingResets.contains(entry.queryID) {
+            if let changed, entry.options.owner == nil, remote.scripted == nil, entry.view.updatesIncrementally, entry.view.current != nil,
+               !pendingResets.contains(entry.queryID), entry.unresolved.isEmpty {
                 let documents = changed.filter { entry.query.containsPath($0) }.map { ($0, builder.document($0)) }
                 snapshot = entry.view.apply(changed: documents, current: current, hasCachedResults: hasCachedResults)
             } else {
                 snapshot = entry.view.update(result: builder.run(entry.query), current: current, hasCachedResults: hasCachedResults,
-                                             syncedKeys: target?.documents, pendingReset: pendingResets.contains(entry.queryID))
+                                             syncedKeys: target?.documents, unresolved: entry.unresolved,
+                                             pendingReset: pendingResets.contains(entry.queryID))
             }
             if let snapshot, let raised = entry.listener.onViewSnapshot(snapshot, onlineState: onlineState) {
                 events.emit(raised, to: &entry, database: settings.databaseID)
@@ -155,7 +156,7 @@ extension EdgeClient {
     /// Every open stream of this client emits `event: sync` with `token`, after the effects of
     /// everything published to the backend before the call.
     public func sync(token: String) async {
-        if !gates.holdWatch { await catchUpWithWatch() }
+        if !remote.gates.holdWatch { await catchUpWithWatch() }
         events.sync(token: token)
         tabs.sync(token: token)
     }
@@ -205,7 +206,7 @@ extension EdgeClient {
 
     func endListeners(with error: FiregateError?) {
         events.endAll(with: error)
-        heldTargets.removeAll()
+        remote.heldTargets.removeAll()
         tabs.endAll(with: error)
     }
 }

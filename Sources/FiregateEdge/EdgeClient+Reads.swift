@@ -23,7 +23,7 @@ extension EdgeClient {
     public func getDocument(_ path: ResourcePath, source: ReadSource) async throws(FiregateError) -> EdgeRead<LocalDocument?> {
         try beginDataCall()
         let builder = localView()
-        if source != .cache && network.online {
+        if source != .cache && remote.network.online {
             try await simulateLatency()
             let doc = (try? database.get(path).value) ?? nil
             local.targetCache.beginOperation()
@@ -55,7 +55,7 @@ extension EdgeClient {
 
     public func runQuery(_ query: Query, source: ReadSource) async throws(FiregateError) -> EdgeRead<[LocalDocument]> {
         try beginDataCall()
-        if source != .cache && network.online {
+        if source != .cache && remote.network.online {
             try await simulateLatency()
             if let result = try? database.runQuery(query).value.documents {
                 local.targetCache.beginOperation()
@@ -88,12 +88,12 @@ extension EdgeClient {
     /// Transactions go straight to the backend and need the network.
     public func requireNetwork(for operation: String) throws(FiregateError) {
         try beginDataCall()
-        guard network.online else {
+        guard remote.network.online else {
             throw .unavailable("Failed to \(operation) because the client is offline.")
         }
     }
 
     func simulateLatency() async throws(FiregateError) {
-        if network.latencyMs > 0 { try? await Task.sleep(for: .milliseconds(network.latencyMs)) }
+        if remote.network.latencyMs > 0 { try? await Task.sleep(for: .milliseconds(remote.network.latencyMs)) }
     }
 }

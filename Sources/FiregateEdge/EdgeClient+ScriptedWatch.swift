@@ -8,8 +8,8 @@ import FiregateModel
 extension EdgeClient {
     /// `PUT gates {"scriptedWatch":bool}`: detaches the watch from the backend, or back.
     func setScriptedWatch(_ on: Bool) {
-        guard on != gates.scriptedWatch else { return }
-        gates.scriptedWatch = on
+        guard on != remote.gates.scriptedWatch else { return }
+        remote.gates.scriptedWatch = on
         stopWatch()
         resetScriptedWatch()
         if !on {
@@ -22,13 +22,13 @@ extension EdgeClient {
     /// A new SDK instance (or a new script): nothing is listened to on the remote side yet,
     /// and limbo lookup ids start over.
     func resetScriptedWatch() {
-        limbo = LimboResolutions(maxConcurrent: gates.maxConcurrentLimboResolutions)
-        guard gates.scriptedWatch else {
-            scripted = nil
+        limbo = LimboResolutions(maxConcurrent: remote.gates.maxConcurrentLimboResolutions)
+        guard remote.gates.scriptedWatch else {
+            remote.scripted = nil
             return
         }
-        scripted = ScriptedWatch()
-        if !canUseNetwork { scripted?.networkChanged(online: false) }
+        remote.scripted = ScriptedWatch()
+        if !remote.canUseNetwork { remote.scripted?.networkChanged(online: false) }
         let queries = Set(events.listeners.values.filter { !$0.options.cacheOnly }.map(\.queryID))
         for queryID in queries.sorted(by: { (local.targetCache.targets[$0]?.targetID ?? 0) < (local.targetCache.targets[$1]?.targetID ?? 0) }) {
             scriptedListen(queryID)
@@ -39,15 +39,14 @@ extension EdgeClient {
     func scriptedListen(_ queryID: String) {
         guard let target = local.targetCache.targets[queryID], let entry = events.listeners.values.first(where: { $0.queryID == queryID }) else { return }
         if tabs.context.termFirstRequests[target.targetID] == nil { tabs.context.termFirstRequests[target.targetID] = target.resumeToken }
-        scripted?.listen(WatchTarget(id: target.targetID, query: entry.query, purpose: .listen, resumeToken: target.resumeToken,
-                                     snapshotVersion: target.snapshotVersion, lookupPath: entry.query.lookedUpPath(database: settings.databaseID)),
-                         networkOn: canUseNetwork)
+        remote.listen(WatchTarget(id: target.targetID, query: entry.query, purpose: .listen, resumeToken: target.resumeToken,
+                                  snapshotVersion: target.snapshotVersion, lookupPath: entry.query.lookedUpPath(database: settings.databaseID)))
     }
 
     /// The last listener of a query left: its target is unlistened, its limbo documents released.
     func scriptedUnlisten(_ queryID: String) {
-        guard scripted != nil, let targetID = local.targetCache.targets[queryID]?.targetID else { return }
-        scripted?.unlisten(targetID)
+        guard remote.scripted != nil, let targetID = local.targetCache.targets[queryID]?.targetID else { return }
+        remote.scripted?.unlisten(targetID)
         applyLimboActions(limbo.removeTarget(targetID))
     }
 
@@ -61,7 +60,7 @@ extension EdgeClient {
     /// `POST /clients/{id}/watch`: one message from "the server".
     public func deliverWatch(_ json: JSON) throws(FiregateError) -> JSON {
         try beginDataCall()
-        guard var watch = scripted else {
+        guard var watch = remote.scripted else {
             throw .clientState("The client's watch is not scripted: PUT its gates {\"scriptedWatch\":true} first.")
         }
         let message = try WatchMessage(json: json, database: settings.databaseID)
@@ -74,7 +73,7 @@ extension EdgeClient {
         let wasOffline = watch.offline
         let outcome = try watch.receive(message, remoteKeys: scriptedRemoteKeys, database: settings.databaseID,
                                         lastSnapshot: local.targetCache.lastRemoteSnapshotVersion)
-        scripted = watch
+        remote.scripted = watch
         switch outcome {
         case .none:
             break
@@ -93,7 +92,7 @@ extension EdgeClient {
                 updateViews()
             }
         }
-        if wasOffline != (scripted?.offline ?? false) { raiseOnlineState() }
+        if wasOffline != (remote.scripted?.offline ?? false) { raiseOnlineState() }
         return scriptedWatchJSON
     }
 
@@ -142,7 +141,7 @@ extension EdgeClient {
             if limbo.isLookup(targetID), local.faults.fails(.applyRemoteEvent) {
                 // Dropping the document fails: the lookup stays, and is asked for again when
                 // the network comes back.
-                scripted?.restore(target)
+                remote.scripted?.restore(target)
                 suspendNetwork(retrying: .probe)
             } else if let (path, actions) = limbo.rejected(targetID) {
                 local.targetCache.beginOperation()
@@ -160,7 +159,7 @@ extension EdgeClient {
     /// After a pass over the views: each current view's limbo documents are tracked, and
     /// lookups start or stop.
     func updateScriptedLimbo() {
-        guard scripted != nil else { return }
+        guard remote.scripted != nil else { return }
         var byTarget: [Int: Set<ResourcePath>] = [:]
         for entry in events.listeners.values where !entry.options.cacheOnly {
             guard let targetID = local.targetCache.targets[entry.queryID]?.targetID,
@@ -171,10 +170,9 @@ extension EdgeClient {
     }
 
     private func applyLimboActions(_ actions: LimboResolutions.Actions) {
-        for targetID in actions.unlisten { scripted?.unlisten(targetID) }
+        for targetID in actions.unlisten { remote.scripted?.unlisten(targetID) }
         for (targetID, path) in actions.listen {
-            scripted?.listen(WatchTarget(id: targetID, query: .lookup(path, database: settings.databaseID), purpose: .limboResolution, lookupPath: path),
-                             networkOn: canUseNetwork)
+            remote.listen(WatchTarget(id: targetID, query: .lookup(path, database: settings.databaseID), purpose: .limboResolution, lookupPath: path))
         }
     }
 
@@ -182,15 +180,15 @@ extension EdgeClient {
     /// batches are acknowledged by the script at `commitTime`, without reaching the backend
     /// (the spec's writeAck at a version).
     public func acknowledgeWrites(count: Int, commitTime: Timestamp) throws(FiregateError) -> [(Int64, WriteState)] {
-        guard scripted != nil else {
+        guard remote.scripted != nil else {
             throw .clientState("Only a client with a scripted watch has writes acknowledged by the script (commitTime).")
         }
-        guard canUseNetwork else {
+        guard remote.canUseNetwork else {
             throw .clientState("The client is offline: enable its network before releasing writes.")
         }
         var released: [(Int64, WriteState)] = []
         for _ in 0..<max(count, 0) {
-            guard canUseNetwork, let batch = local.mutationQueue.first else { break }
+            guard remote.canUseNetwork, let batch = local.mutationQueue.first else { break }
             let results = batch.writes.map { _ in WriteResult(updateTime: commitTime, transformResults: nil) }
             if !local.faults.fails(.acknowledgeBatch) { local.deleteSavedMutation(batch.id) }
             settle(.acknowledge(batch, CommitResult(commitTime: commitTime, writeResults: results)))
@@ -201,7 +199,7 @@ extension EdgeClient {
 
     /// The scripted watch as the client state shows it.
     var scriptedWatchJSON: JSON {
-        guard let scripted else { return ["scripted": false] }
+        guard let scripted = remote.scripted else { return ["scripted": false] }
         let stream = switch scripted.stream {
         case .open: "open"
         case .closed: "closed"

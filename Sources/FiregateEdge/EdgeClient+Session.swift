@@ -36,13 +36,13 @@ extension EdgeClient {
     /// Another uid switches the documents' mutation queue, as the SDK's user change does.
     public func setAuth(_ json: JSON) async throws(FiregateError) -> JSON {
         let next = try ClientAuth.parse(json)
-        if recovery.hasUserChange || ((next?.uid ?? "") != currentUser && local.faults.fails(.handleUserChange)) {
+        if remote.recovery.hasUserChange || ((next?.uid ?? "") != currentUser && local.faults.fails(.handleUserChange)) {
             // The user change cannot be stored (or waits behind one that could not): the
             // network stays down until a retry applies it, in order.
             suspendNetwork(retrying: .userChange(next))
         } else {
             applyUserChange(next)
-            scripted?.restartForCredentialChange(networkOn: canUseNetwork)
+            remote.restartForCredentialChange()
         }
         await updateTreeLink()
         pumpWrites()
@@ -151,7 +151,7 @@ extension EdgeClient {
         }
         let remaining = count - released.count
         if remaining > 0 {
-            guard canUseNetwork else { throw .clientState("The client is offline: enable its network before releasing writes.") }
+            guard remote.canUseNetwork else { throw .clientState("The client is offline: enable its network before releasing writes.") }
             for (writeID, state) in await treeSync?.releaseWrites(count: remaining) ?? [] { released.append(EdgeClient.render(treeWrite: writeID, state)) }
         }
         return released

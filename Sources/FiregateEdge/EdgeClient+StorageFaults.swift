@@ -11,11 +11,7 @@ extension EdgeClient {
         return faultsJSON
     }
 
-    public var faultsJSON: JSON { local.faults.json.withMember("recovering", .int(Int64(recovery.pending.count))) }
-
-    /// The switch is on, no failed operation holds the network down, and (on a shared
-    /// persistence) a primary tab owns the streams.
-    var canUseNetwork: Bool { network.online && offlineCauses.isEmpty }
+    public var faultsJSON: JSON { local.faults.json.withMember("recovering", .int(Int64(remote.recovery.pending.count))) }
 
     /// Throws the failure of `operation` if it is failing.
     func checkStorage(_ operation: StorageFaults.Operation) throws(FiregateError) {
@@ -25,15 +21,15 @@ extension EdgeClient {
     /// disableNetworkUntilRecovery (or a user change that failed): watch and writes stop until
     /// `operation` succeeds on a retry; a storage failure also makes the client offline.
     func suspendNetwork(retrying operation: RecoveryQueue.Operation) {
-        recovery.enqueue(operation)
-        holdNetwork(offline: recovery.holdsStorageFailure)
+        remote.recovery.enqueue(operation)
+        holdNetwork(offline: remote.recovery.holdsStorageFailure)
     }
 
     private func holdNetwork(offline: Bool) {
-        guard offlineCauses.insert(.storageFailure).inserted else { return }
+        guard remote.offlineCauses.insert(.storageFailure).inserted else { return }
         stopWatch()
-        scripted?.suspend(offline: offline && network.online)
-        guard offline, network.online else { return }
+        remote.suspendScripted(offline: offline)
+        guard offline, remote.network.online else { return }
         for listenerID in events.listeners.keys { events.listeners[listenerID]?.current = false }
         updateViews()
         raiseOnlineState()
@@ -42,10 +38,10 @@ extension EdgeClient {
     /// The `async_queue_retry` timer: the oldest waiting operation runs if its storage works
     /// again; the network comes back once no failed storage operation waits.
     func retryRecovery() -> Bool {
-        guard !recovery.isEmpty else { return false }
-        guard let operation = recovery.takeRunnable(local.faults) else {
+        guard !remote.recovery.isEmpty else { return false }
+        guard let operation = remote.recovery.takeRunnable(local.faults) else {
             // Still failing: the attempt itself takes the network down again.
-            holdNetwork(offline: recovery.holdsStorageFailure)
+            holdNetwork(offline: remote.recovery.holdsStorageFailure)
             return true
         }
         if case .userChange(let auth) = operation {
@@ -53,13 +49,13 @@ extension EdgeClient {
         } else {
             apply(operation)
         }
-        if !recovery.holdsStorageFailure { resumeNetwork() }
+        if !remote.recovery.holdsStorageFailure { resumeNetwork() }
         return true
     }
 
     private func resumeNetwork() {
-        guard offlineCauses.remove(.storageFailure) != nil else { return }
-        guard network.online else { return }
+        guard remote.offlineCauses.remove(.storageFailure) != nil else { return }
+        guard remote.network.online else { return }
         reconnect()
     }
 }

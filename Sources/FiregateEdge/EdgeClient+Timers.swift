@@ -13,18 +13,18 @@ extension EdgeClient {
     private func runTimer(_ timer: SDKTimer) -> Bool {
         switch timer {
         case .listenStreamConnectionBackoff:
-            return scripted?.reconnect(networkOn: canUseNetwork) ?? false
+            return remote.reconnectScripted()
         case .listenStreamIdle:
-            return scripted?.closeIfIdle() ?? false
+            return remote.scripted?.closeIfIdle() ?? false
         case .onlineStateTimeout:
-            guard scripted?.onlineStateTimeout() == true else { return false }
+            guard remote.scripted?.onlineStateTimeout() == true else { return false }
             // OnlineState.Offline: current views go from cache, held first snapshots are raised.
             for listenerID in events.listeners.keys { events.listeners[listenerID]?.current = false }
             updateViews()
             raiseOnlineState()
             return true
         case .writeStreamConnectionBackoff:
-            guard writePipeline.retryDelay > 0, !local.mutationQueue.isEmpty, canUseNetwork else { return false }
+            guard remote.writePipeline.retryDelay > 0, !local.mutationQueue.isEmpty, remote.canUseNetwork else { return false }
             pumpWrites()
             return true
         case .lruGarbageCollection:

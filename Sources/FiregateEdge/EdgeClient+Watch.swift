@@ -7,20 +7,20 @@ import FiregateStore
 extension EdgeClient {
     func ensureWatch() {
         updateWatchInterest()
-        guard watch == nil, scripted == nil, canUseNetwork, !terminated, events.listeners.values.contains(where: { !$0.options.cacheOnly }) else { return }
-        watch = WatchConnection.open(on: database, for: self, interest: watchInterest)
-        watch?.rulesGeneration = backend.rules.generation
+        guard remote.watch == nil, remote.scripted == nil, remote.canUseNetwork, !terminated, events.listeners.values.contains(where: { !$0.options.cacheOnly }) else { return }
+        remote.watch = WatchConnection.open(on: database, for: self, interest: remote.watchInterest)
+        remote.watch?.rulesGeneration = backend.rules.generation
     }
 
     /// Keeps the watch's interest equal to the listeners' queries (called when they change,
     /// before a new listener's first server fetch, so no commit after it is missed).
     func updateWatchInterest() {
-        watchInterest.set(events.listeners.values.filter { !$0.options.cacheOnly }.map(\.query))
+        remote.watchInterest.set(events.listeners.values.filter { !$0.options.cacheOnly }.map(\.query))
     }
 
     func stopWatch() {
-        watch?.close()
-        watch = nil
+        remote.watch?.close()
+        remote.watch = nil
         // Without the feed, server results fall behind: the next one starts them anew.
         for listenerID in events.listeners.keys {
             events.listeners[listenerID]?.serverSequence = nil
@@ -31,13 +31,13 @@ extension EdgeClient {
     /// Waits until every commit published so far has been through `onWatchEvent`, so that what
     /// a test did before this call has had its effect on the listeners.
     func catchUpWithWatch() async {
-        guard let watch else { return }
+        guard let watch = remote.watch else { return }
         await watch.subscription.waitUntilHandled(through: database.feed.lastPublished)
     }
 
     /// A backend commit (or a feed condition) reached this client.
     func onWatchEvent(_ event: FeedEvent) {
-        guard network.online, watch != nil else { return }
+        guard remote.network.online, remote.watch != nil else { return }
         var touched: [Int] = []
         switch event {
         case .commit(let record):
@@ -47,7 +47,7 @@ extension EdgeClient {
                 }
             }
             // Targets with a server result follow the commit's changes, not a new query run.
-            if !gates.holdWatch {
+            if !remote.gates.holdWatch {
                 let incremental = touched.filter { events.listeners[$0]?.serverSequence != nil }
                 if !incremental.isEmpty { applyChanges(record, to: incremental) }
                 touched.removeAll { events.listeners[$0]?.serverSequence != nil }
@@ -61,13 +61,13 @@ extension EdgeClient {
             touched = events.listeners.filter { !$0.value.options.cacheOnly }.map(\.key)
         case .heartbeat:
             // The rules changed (the feed wakes every listen): every listen is judged again.
-            guard let generation = watch?.rulesGeneration, generation != backend.rules.generation else { return }
-            watch?.rulesGeneration = backend.rules.generation
+            guard let generation = remote.watch?.rulesGeneration, generation != backend.rules.generation else { return }
+            remote.watch?.rulesGeneration = backend.rules.generation
             touched = events.listeners.filter { !$0.value.options.cacheOnly }.map(\.key)
         }
         guard !touched.isEmpty else { return }
-        if gates.holdWatch {
-            heldTargets.formUnion(touched)
+        if remote.gates.holdWatch {
+            remote.heldTargets.formUnion(touched)
         } else {
             refreshTargets(touched.sorted())
         }
@@ -77,8 +77,8 @@ extension EdgeClient {
     /// is brought to the backend's current state, so a commit whose feed event is still on its
     /// way to this client is included too.
     public func releaseWatch() {
-        guard network.online, scripted == nil else { return }
-        heldTargets.removeAll()
+        guard remote.network.online, remote.scripted == nil else { return }
+        remote.heldTargets.removeAll()
         let ids = events.listeners.filter { !$0.value.options.cacheOnly }.map(\.key).sorted()
         if !ids.isEmpty { refreshTargets(ids) }
     }
@@ -121,6 +121,7 @@ extension EdgeClient {
             }
             entry.serverPaths.formUnion(joined)
             entry.serverPaths.subtract(left)
+            for change in record.changes { entry.unresolved.remove(change.path) }
             entry.serverSequence = record.sequence
             entry.current = true
             let queryID = entry.queryID
@@ -159,6 +160,7 @@ extension EdgeClient {
                 local.acceptFromWatch(path, doc)
             }
             entry.serverPaths = seen
+            entry.unresolved = []
             if !entry.current, let targetID = local.targetCache.targets[entry.queryID]?.targetID {
                 broadcast(TabCoordinator.targetNotification(targetID, "current"))
             }
@@ -191,8 +193,8 @@ extension EdgeClient {
     /// disableNetwork (or injected loss): every target stops being current; views go fromCache.
     func goOffline() {
         stopWatch()
-        scripted?.networkChanged(online: false)
-        heldTargets.removeAll()
+        remote.scripted?.networkChanged(online: false)
+        remote.heldTargets.removeAll()
         for listenerID in events.listeners.keys { events.listeners[listenerID]?.current = false }
         updateViews()
         raiseOnlineState()
@@ -209,14 +211,14 @@ extension EdgeClient {
     /// The watch connects again (every target is fetched, or asked of the script) and queued
     /// writes are sent — unless a failed operation still holds the network down.
     func reconnect() {
-        guard canUseNetwork else { return }
+        guard remote.canUseNetwork else { return }
         ensureWatch()
-        scripted?.networkChanged(online: true)
+        remote.scripted?.networkChanged(online: true)
         let ids = events.listeners.filter { !$0.value.options.cacheOnly }.map(\.key).sorted()
-        if scripted != nil {
+        if remote.scripted != nil {
             // The reopened stream asks for every target; the script answers.
-        } else if gates.holdWatch {
-            heldTargets.formUnion(ids)
+        } else if remote.gates.holdWatch {
+            remote.heldTargets.formUnion(ids)
         } else if !ids.isEmpty {
             refreshTargets(ids)
         }

@@ -74,8 +74,8 @@ extension EdgeClient {
 
     /// Starts the pipeline unless it runs already or may not send (offline, gate, terminated).
     func pumpWrites() {
-        guard canUseNetwork, !gates.holdWrites, !terminated, !writesPaused, !local.mutationQueue.isEmpty,
-              writePipeline.startSending() else { return }
+        guard remote.canUseNetwork, !remote.gates.holdWrites, !terminated, !writesPaused, !local.mutationQueue.isEmpty,
+              remote.writePipeline.startSending() else { return }
         Task { await self.sendQueuedWrites() }
     }
 
@@ -84,12 +84,12 @@ extension EdgeClient {
     /// then acknowledged in order. A transient failure leaves that batch and the ones after it
     /// queued for the retry.
     func sendQueuedWrites() async {
-        defer { writePipeline.stopSending() }
-        while canUseNetwork, !gates.holdWrites, !terminated, !writesPaused {
-            let batches = writePipeline.takeRound(from: local.mutationQueue.batches)
+        defer { remote.writePipeline.stopSending() }
+        while remote.canUseNetwork, !remote.gates.holdWrites, !terminated, !writesPaused {
+            let batches = remote.writePipeline.takeRound(from: local.mutationQueue.batches)
             guard !batches.isEmpty else { return }
-            defer { writePipeline.answered(batches.map(\.id)) }
-            if network.latencyMs > 0 { try? await Task.sleep(for: .milliseconds(network.latencyMs)) }
+            defer { remote.writePipeline.answered(batches.map(\.id)) }
+            if remote.network.latencyMs > 0 { try? await Task.sleep(for: .milliseconds(remote.network.latencyMs)) }
             var begun: [(MutationBatch, Result<DocumentDatabase.PendingCommit, FiregateError>)] = []
             for batch in batches {
                 // A batch may have been settled while this round waited.
@@ -114,7 +114,7 @@ extension EdgeClient {
 
     /// Applies one batch on the backend now (or fails it by the injected network condition).
     private func beginCommit(_ batch: MutationBatch) -> Result<DocumentDatabase.PendingCommit, FiregateError> {
-        if let rejection = network.takeInjectedRejection() { return .failure(rejection) }
+        if let rejection = remote.network.takeInjectedRejection() { return .failure(rejection) }
         do {
             // The batch leaves the on-disk queue in the commit's own transaction.
             // Judged with the identity the client has as it sends the batch.
@@ -130,7 +130,7 @@ extension EdgeClient {
     private func settle(_ batch: MutationBatch, _ outcome: Result<CommitResult, FiregateError>, viewsFollow: Bool = true) -> Bool {
         switch outcome {
         case .success(let result):
-            writePipeline.succeeded()
+            remote.writePipeline.succeeded()
             settle(.acknowledge(batch, result), viewsFollow: viewsFollow)
             return true
         case .failure(let error) where error.status.isPermanentWriteError:
@@ -145,12 +145,12 @@ extension EdgeClient {
     /// leaves it queued.
     @discardableResult
     func send(_ batch: MutationBatch) async -> Bool {
-        guard writePipeline.take(batch.id) else {
+        guard remote.writePipeline.take(batch.id) else {
             // Another sender has it: wait for that outcome instead of committing it twice.
             return await waitForAck(batch.id) != .pending
         }
-        defer { writePipeline.answered([batch.id]) }
-        if network.latencyMs > 0 { try? await Task.sleep(for: .milliseconds(network.latencyMs)) }
+        defer { remote.writePipeline.answered([batch.id]) }
+        if remote.network.latencyMs > 0 { try? await Task.sleep(for: .milliseconds(remote.network.latencyMs)) }
         // The batch may have been settled while this call waited.
         guard local.mutationQueue.batches.contains(where: { $0.id == batch.id }) else { return true }
         return settle(batch, await EdgeClient.outcome(of: beginCommit(batch)))
@@ -172,7 +172,7 @@ extension EdgeClient {
 
     /// Backoff as the SDK's: 1 s, ×1.5, at most 60 s.
     func scheduleRetry() {
-        let delay = writePipeline.backOff()
+        let delay = remote.writePipeline.backOff()
         Task {
             try? await Task.sleep(for: .milliseconds(Int64(delay * 1000)))
             await self.pumpWrites()
@@ -255,12 +255,12 @@ extension EdgeClient {
 
     /// `gates:releaseWrite {"count":n}`: commit and acknowledge the oldest `n` queued batches.
     public func releaseWrites(count: Int) async throws(FiregateError) -> [(Int64, WriteState)] {
-        guard canUseNetwork else {
+        guard remote.canUseNetwork else {
             throw .clientState("The client is offline: enable its network before releasing writes.")
         }
         var released: [(Int64, WriteState)] = []
         for _ in 0..<max(count, 0) {
-            guard canUseNetwork, let batch = local.mutationQueue.first else { break }
+            guard remote.canUseNetwork, let batch = local.mutationQueue.first else { break }
             await send(batch)
             released.append((batch.id, writeCallbacks[batch.id] ?? .pending))
         }

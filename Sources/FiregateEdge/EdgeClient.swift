@@ -10,12 +10,12 @@ public actor EdgeClient {
     public let id: String
     let backend: Backend
     public internal(set) var settings: ClientSettings
-    var network = NetworkConditions()
-    var gates = Gates()
     var terminated = false
     /// Set by the first data call; settings can no longer change afterwards (the SDK's rule).
     var started = false
 
+    /// The network switch, gates, watch and write pipeline (the SDK's RemoteStore).
+    var remote = RemoteStore()
     /// The caches, queues, targets and their storage (the SDK's LocalStore).
     var local: LocalStore
     /// Each batch's state and who waits on it.
@@ -32,24 +32,10 @@ public actor EdgeClient {
     /// The listeners and snapshots-in-sync observers, and what is yielded to them.
     var events = EventManager()
 
-    var watch: WatchConnection?
-    /// The watch stream as the test scripts it (`gates.scriptedWatch`), instead of `watch`.
-    var scripted: ScriptedWatch?
     /// The limbo lookups of a scripted watch.
     var limbo = LimboResolutions(maxConcurrent: 100)
-    /// What waits to be retried after an injected persistence failure, and whether that holds
-    /// the network down.
-    var recovery = RecoveryQueue()
-    /// Why the streams stay closed though the network switch is on (none: they may run).
-    var offlineCauses: Set<OfflineCause> = []
     /// On a shared persistence: what the engine knows of its tabs, and their notification streams.
     var tabs = TabCoordinator()
-    /// The queries the watch connection asks the feed for: its listeners' (the feed indexes
-    /// them by collection, so other collections' commits never reach this client).
-    let watchInterest = FeedInterest()
-    /// Listeners whose server result changed while the watch gate was held.
-    var heldTargets: Set<Int> = []
-    var writePipeline = WritePipeline()
 
     init(id: String, backend: Backend, settings: ClientSettings, storage: EdgeCacheStorage?, restoring snapshot: EdgeCacheStorage.Snapshot?,
          gcScheduler: GarbageCollectionScheduler? = nil, treeSnapshot: TreeCacheStorage.Snapshot? = nil) {
@@ -91,11 +77,11 @@ public actor EdgeClient {
 
     /// What the network switch, the gates and the auth token allow the tree side now.
     var treeLink: TreeSync.Link {
-        TreeSync.Link(online: network.online && !heartbeat.dropped, holdWatch: gates.holdWatch, holdWrites: gates.holdWrites, writesPaused: writesPaused,
+        TreeSync.Link(online: remote.network.online && !heartbeat.dropped, holdWatch: remote.gates.holdWatch, holdWrites: remote.gates.holdWrites, writesPaused: writesPaused,
                       identity: rulesIdentity)
     }
     var onlineState: OnlineState {
-        network.online && !(scripted?.offline ?? false) && !recovery.holdsStorageFailure ? .online : .offline
+        remote.network.online && !(remote.scripted?.offline ?? false) && !remote.recovery.holdsStorageFailure ? .online : .offline
     }
 
     /// The client's clock: the server clock plus the configured offset.
@@ -158,8 +144,8 @@ public actor EdgeClient {
             "auth": authJSON,
             "id": .string(id),
             "settings": settings.json,
-            "network": network.json,
-            "gates": gates.json,
+            "network": remote.network.json,
+            "gates": remote.gates.json,
             "terminated": .bool(terminated),
             "pendingWrites": .int(Int64(local.mutationQueue.count)),
             "cache": [
@@ -185,36 +171,36 @@ public actor EdgeClient {
 
     /// The client as an export archive holds it.
     public func archive() async -> JSON {
-        ClientArchive.encode(id: id, settings: settings, network: network, remote: local.remoteDocuments, queue: local.mutationQueue, parked: local.queuesByUser, targets: local.targetCache,
+        ClientArchive.encode(id: id, settings: settings, network: remote.network, remote: local.remoteDocuments, queue: local.mutationQueue, parked: local.queuesByUser, targets: local.targetCache,
                              indexes: indexDefinitions, tree: await treeSync?.archive(), auth: auth,
                              bundles: local.bundles.isEmpty ? nil : local.bundles.json)
     }
 
     /// What `/metrics` adds up over clients.
     public func sample() -> ClientSample {
-        ClientSample(online: network.online, cacheBytes: cacheBytes, cacheDocuments: local.remoteDocuments.count,
+        ClientSample(online: remote.network.online, cacheBytes: cacheBytes, cacheDocuments: local.remoteDocuments.count,
                      cache: local.cacheStatistics, pendingWrites: local.mutationQueue.count)
     }
 
     public func disableNetwork() async {
-        guard network.online else { return }
-        network.online = false
+        guard remote.network.online else { return }
+        remote.network.online = false
         goOffline()
         await updateTreeLink()
     }
 
     public func enableNetwork() async {
-        guard !network.online else { return }
-        network.online = true
+        guard !remote.network.online else { return }
+        remote.network.online = true
         goOnline()
         await updateTreeLink()
     }
 
     public func setNetwork(_ json: JSON) async throws(FiregateError) {
-        var conditions = network
+        var conditions = remote.network
         try conditions.update(json)
-        let wasOnline = network.online
-        network = conditions
+        let wasOnline = remote.network.online
+        remote.network = conditions
         if wasOnline && !conditions.online { goOffline() }
         if !wasOnline && conditions.online { goOnline() }
         await updateTreeLink()
@@ -232,42 +218,42 @@ public actor EdgeClient {
         return tree
     }
 
-    public func networkJSON() -> JSON { network.json }
+    public func networkJSON() -> JSON { remote.network.json }
 
     /// An imported client's device network, set before it does anything.
     func restoreNetwork(_ conditions: NetworkConditions) {
-        network = conditions
+        remote.network = conditions
     }
 
-    public var isOnline: Bool { network.online }
+    public var isOnline: Bool { remote.network.online }
     public var hasPendingWrites: Bool { !local.mutationQueue.isEmpty }
 
     public func setGates(_ json: JSON) async throws(FiregateError) {
         guard case .object = json else { throw .invalidArgument("Gates must be a JSON object.") }
         if let hold = json["holdWatch"], hold != .null {
             guard let b = hold.boolValue else { throw .invalidArgument("holdWatch must be a boolean.") }
-            gates.holdWatch = b
+            remote.gates.holdWatch = b
         }
         if let hold = json["holdWrites"], hold != .null {
             guard let b = hold.boolValue else { throw .invalidArgument("holdWrites must be a boolean.") }
-            gates.holdWrites = b
+            remote.gates.holdWrites = b
         }
         if let limit = json["maxConcurrentLimboResolutions"], limit != .null {
             guard let n = limit.integerLike, n >= 1, n <= 1_000_000 else {
                 throw .invalidArgument("maxConcurrentLimboResolutions must be an integer from 1 to 1000000.")
             }
-            gates.maxConcurrentLimboResolutions = Int(n)
+            remote.gates.maxConcurrentLimboResolutions = Int(n)
         }
         if let scripted = json["scriptedWatch"], scripted != .null {
             guard let b = scripted.boolValue else { throw .invalidArgument("scriptedWatch must be a boolean.") }
             setScriptedWatch(b)
         }
-        if !gates.holdWatch { releaseWatch() }
-        if !gates.holdWrites { pumpWrites() }
+        if !remote.gates.holdWatch { releaseWatch() }
+        if !remote.gates.holdWrites { pumpWrites() }
         await updateTreeLink()
     }
 
-    public func gatesJSON() -> JSON { gates.json }
+    public func gatesJSON() -> JSON { remote.gates.json }
 
     /// App restart: listeners end; a memory cache and its queued writes are lost.
     public func restart() async -> Int {
@@ -293,13 +279,13 @@ public actor EdgeClient {
         }
         local.indexAutoCreation = false
         // The retries of the old instance are gone with it; the persistence opens anew.
-        recovery.removeAll()
+        remote.recovery.removeAll()
         local.faults = StorageFaults()
-        offlineCauses.remove(.storageFailure)
+        remote.offlineCauses.remove(.storageFailure)
         resetScriptedWatch()
         terminated = false
         started = false
-        writePipeline.stopSending()
+        remote.writePipeline.stopSending()
         backend.operations.record(.client(client: id, action: "restarted"))
         pumpWrites()
         return lost + treeLost

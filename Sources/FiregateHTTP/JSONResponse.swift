@@ -9,8 +9,9 @@ enum JSONResponse {
     }
 
     static func bytes(_ bytes: [UInt8], status: HTTPResponse.Status = .ok, headers extra: HTTPFields = [:]) -> Response {
-        var headers: HTTPFields = [.contentType: "application/json; charset=utf-8"]
-        headers.append(contentsOf: extra)
+        var headers = extra
+        // The caller's content type wins (a bundle is bytes, not JSON).
+        if headers[.contentType] == nil { headers[.contentType] = "application/json; charset=utf-8" }
         return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: bytes)))
     }
 

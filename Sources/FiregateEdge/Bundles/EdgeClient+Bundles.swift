@@ -19,11 +19,34 @@ extension EdgeClient {
             let results = Set(bundle.documents.filter { $0.queries.contains(named.name) }.map(\.path))
             local.saveNamedQuery(named, query: query, documents: results)
         }
-        // syncEngineEmitNewSnapsAndNotifyLocalStore, with no remote event.
+        // syncEngineEmitNewSnapsAndNotifyLocalStore, with no remote event. A scripted watch's
+        // views find their limbo documents against their targets; a live one's are the bundled
+        // documents its server result lacks, looked up with its next result.
+        let resolving = remote.scripted == nil ? noteUnresolved(changed) : []
         if !changed.isEmpty { updateViews() }
+        if !resolving.isEmpty {
+            if remote.gates.holdWatch {
+                remote.heldTargets.formUnion(resolving)
+            } else if remote.canUseNetwork {
+                refreshTargets(resolving)
+            }
+        }
         local.noteBundleLoaded(bundle.metadata)
         backend.operations.record(.client(client: id, action: "bundleLoaded"))
         return bundle.progress
+    }
+
+    /// The live watch's current listeners whose server result lacks some of `changed`: those
+    /// documents are in limbo for them until their next server result. Returns the listeners.
+    private func noteUnresolved(_ changed: Set<ResourcePath>) -> [Int] {
+        var ids: [Int] = []
+        for (listenerID, entry) in events.listeners where !entry.options.cacheOnly && entry.current {
+            let unknown = changed.filter { entry.query.containsPath($0) && !entry.serverPaths.contains($0) }
+            guard !unknown.isEmpty else { continue }
+            events.listeners[listenerID]?.unresolved.formUnion(unknown)
+            ids.append(listenerID)
+        }
+        return ids.sorted()
     }
 
     /// `GET /clients/{id}/namedQueries/{name}`: a query a loaded bundle saved under `name`.

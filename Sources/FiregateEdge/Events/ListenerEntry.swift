@@ -18,5 +18,8 @@ struct ListenerEntry {
     /// For a windowed query (limit or offset): the server's whole match set, so a document
     /// leaving the window lets the next one in. Unwindowed queries need only `serverPaths`.
     var matches: QueryMatches?
+    /// Live watch: documents a bundle brought that the server has not yet been asked about
+    /// (limbo until the next server result looks them up).
+    var unresolved: Set<ResourcePath> = []
     let output: AsyncStream<EdgeEvent>.Continuation
 }

@@ -32,8 +32,11 @@ public struct QueryView: Sendable {
     /// With `syncedKeys` (the target's server result) a current view also finds its limbo
     /// documents, and is synced only without them; `pendingReset` (the target is being listened
     /// to again after an existence-filter mismatch) keeps it from cache (View.applyChanges).
+    /// Without `syncedKeys` (the live watch, which follows the backend's whole result), only
+    /// the `unresolved` documents — a bundle's, not yet asked of the server — can be in limbo.
     public mutating func update(result: [LocalDocument], current targetCurrent: Bool, hasCachedResults: Bool,
-                                syncedKeys: Set<ResourcePath>? = nil, pendingReset: Bool = false) -> ViewSnapshot? {
+                                syncedKeys: Set<ResourcePath>? = nil, unresolved: Set<ResourcePath> = [],
+                                pendingReset: Bool = false) -> ViewSnapshot? {
         let old = shown
         var incoming: [ResourcePath: LocalDocument] = [:]
         for doc in result { incoming[doc.path] = doc }
@@ -82,8 +85,10 @@ public struct QueryView: Sendable {
 
         if let syncedKeys, targetCurrent, !pendingReset {
             limboDocuments = Set(nextDocuments.lazy.filter { !syncedKeys.contains($0.path) && !$0.hasLocalMutations }.map(\.path))
+        } else if syncedKeys == nil {
+            limboDocuments = unresolved.isEmpty ? [] : Set(nextDocuments.lazy.filter { unresolved.contains($0.path) && !$0.hasLocalMutations }.map(\.path))
         }
-        let newCurrent = targetCurrent && !pendingReset && (syncedKeys == nil || limboDocuments.isEmpty)
+        let newCurrent = targetCurrent && !pendingReset && limboDocuments.isEmpty
         let syncStateChanged = current != newCurrent
         shown = [:]
         shown.reserveCapacity(nextDocuments.count)

@@ -32,14 +32,14 @@ extension EdgeClient {
             // The connection sends the new primary's user's writes (a user change).
             applyUserChange(primaryAuth)
         }
-        if decision.primaryNetworkEnabled != network.online {
-            network.online = decision.primaryNetworkEnabled
-            if network.online { goOnline() } else { goOffline() }
+        if decision.primaryNetworkEnabled != remote.network.online {
+            remote.network.online = decision.primaryNetworkEnabled
+            if remote.network.online { goOnline() } else { goOffline() }
         }
         setRemotePaused(false)
-        if previous != nil, decision.primary != previous, network.online {
+        if previous != nil, decision.primary != previous, remote.network.online {
             // The lease passed straight to another tab: it opens its own stream.
-            scripted?.restartForCredentialChange(networkOn: canUseNetwork)
+            remote.restartForCredentialChange()
         }
         await updateTreeLink()
         return streamBefore
@@ -57,14 +57,14 @@ extension EdgeClient {
     /// current; its targets carry the resume tokens stored, not the old primary's newer
     /// unsaved ones.
     private func beginPrimaryTerm(of primary: String?) {
-        for targetID in limbo.activeByTarget.keys { scripted?.forget(targetID) }
+        for targetID in limbo.activeByTarget.keys { remote.scripted?.forget(targetID) }
         if let primary = tabs.context.primary { tabs.context.limboNextTargetIDs[primary] = limbo.nextTargetID }
-        limbo = LimboResolutions(maxConcurrent: gates.maxConcurrentLimboResolutions, nextTargetID: primary.flatMap { tabs.context.limboNextTargetIDs[$0] } ?? 1)
+        limbo = LimboResolutions(maxConcurrent: remote.gates.maxConcurrentLimboResolutions, nextTargetID: primary.flatMap { tabs.context.limboNextTargetIDs[$0] } ?? 1)
         tabs.context.limboTrackedTargets = []
         tabs.context.termFirstRequests = [:]
         local.targetCache.revertToSaved()
         for target in local.targetCache.targets.values {
-            scripted?.setResumeToken(target.targetID, target.resumeToken, snapshotVersion: target.snapshotVersion)
+            remote.scripted?.setResumeToken(target.targetID, target.resumeToken, snapshotVersion: target.snapshotVersion)
         }
     }
 
@@ -74,12 +74,12 @@ extension EdgeClient {
     /// No tab holds the lease (`paused`): the streams close without a word to the listeners,
     /// whose online state is the last primary's; the next primary opens them again.
     private func setRemotePaused(_ paused: Bool) {
-        guard paused != offlineCauses.contains(.noPrimaryTab) else { return }
-        if paused { offlineCauses.insert(.noPrimaryTab) } else { offlineCauses.remove(.noPrimaryTab) }
+        guard paused != remote.offlineCauses.contains(.noPrimaryTab) else { return }
+        if paused { remote.offlineCauses.insert(.noPrimaryTab) } else { remote.offlineCauses.remove(.noPrimaryTab) }
         if paused {
             stopWatch()
-            scripted?.suspend(offline: false)
-        } else if canUseNetwork {
+            remote.scripted?.suspend(offline: false)
+        } else if remote.canUseNetwork {
             reconnect()
         }
     }
@@ -149,7 +149,7 @@ extension EdgeClient {
     /// stream it had (`captured`), following the query targets the tabs listen to since — it
     /// asks for new ones and drops those nobody listens to — and keeping its limbo lookups.
     func staleWatchState(_ captured: JSON) -> JSON {
-        guard let scripted, case .object(var members) = captured else { return captured }
+        guard let scripted = remote.scripted, case .object(var members) = captured else { return captured }
         let listened = Set(scripted.targets.values.filter { $0.purpose != .limboResolution }.map(\.id))
         var targets: [JSON] = []
         var seen: Set<Int> = []

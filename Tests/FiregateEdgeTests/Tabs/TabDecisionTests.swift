@@ -27,12 +27,12 @@ final class TabDecisionTests: XCTestCase {
         XCTAssertEqual(primary, "A")
 
         _ = await engine.apply(decision(3, primary: nil))
-        let paused = await engine.offlineCauses.contains(.noPrimaryTab)
+        let paused = await engine.remote.offlineCauses.contains(.noPrimaryTab)
         XCTAssertTrue(paused, "between primaries the streams pause")
         let onlineState = await engine.onlineState
         XCTAssertEqual(onlineState, .offline, "the online state stays the last primary's")
         _ = await engine.apply(decision(4, primary: "B", online: true, frozen: ["A"]))
-        let (resumed, nowOnline, frozen) = await (engine.offlineCauses.contains(.noPrimaryTab), engine.isOnline, engine.tabs.context.frozen)
+        let (resumed, nowOnline, frozen) = await (engine.remote.offlineCauses.contains(.noPrimaryTab), engine.isOnline, engine.tabs.context.frozen)
         XCTAssertFalse(resumed)
         XCTAssertTrue(nowOnline)
         XCTAssertEqual(frozen, ["A"])
