@@ -238,7 +238,10 @@ final class OperationsTests: XCTestCase {
             assertError(try await client.send(.post, "/clients/x:disableNetwork"), 401, "UNAUTHENTICATED")
             assertError(try await client.send(.get, "/clients"), 401, "UNAUTHENTICATED")
             assertError(try await client.send(.put, "/clients/x/gates", "{}"), 401, "UNAUTHENTICATED")
-            // Data routes, health and metrics never need it.
+            assertError(try await client.send(.post, "/emulator/v1/projects/p/databases/(default):bundle", #"{"bundleId":"b"}"#), 401, "UNAUTHENTICATED")
+            // Data routes, the SDK's own bundle calls, health and metrics never need it.
+            assertError(try await client.send(.post, "/clients/x:loadBundle", "12x"), 400, "INVALID_ARGUMENT")
+            assertError(try await client.send(.get, "/clients/x/namedQueries/q"), 404, "NOT_FOUND")
             let clientData = try await client.send(.get, "/clients/x/v1/projects/p/databases/(default)/documents/c/d").status
             XCTAssertEqual(clientData, 404)
             let documentData = try await client.send(.get, "\(base)/c/d").status

@@ -33,9 +33,10 @@ struct AdminToken: Sendable {
         if path.hasPrefix("/emulator/") { return true }
         guard path == "/clients" || path.hasPrefix("/clients/") else { return false }
         let rest = path.dropFirst("/clients/".count)
-        guard let slash = rest.firstIndex(of: "/") else { return true }
+        // The SDK's loadBundle is a call the app makes, not a control.
+        guard let slash = rest.firstIndex(of: "/") else { return !rest.hasSuffix(":loadBundle") }
         let subpath = rest[slash...]
-        if subpath.hasPrefix("/v1/") || subpath.hasSuffix(".json") { return false }
+        if subpath.hasPrefix("/v1/") || subpath.hasSuffix(".json") || subpath.hasPrefix("/namedQueries/") { return false }
         return !["/onDisconnect", "/keepSynced", "/transaction", "/auth", "/snapshotsInSync"].contains(subpath)
     }
 
