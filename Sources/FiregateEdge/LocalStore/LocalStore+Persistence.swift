@@ -5,25 +5,13 @@ import FiregateStore
 /// The LocalStore's changes that are saved: each change and its save together, so no other code
 /// writes to the client's storage.
 extension LocalStore {
-    /// The server's version of a document replaces the cached one (nil: it does not exist, as
-    /// of `deletedAt` — a commit's time — or of now).
+    /// The live watch's word on a document (nil: it does not exist, as of `deletedAt` — a
+    /// commit's time — or of now), taken by the same rule as the scripted watch's and a bundle's.
     mutating func acceptFromWatch(_ path: ResourcePath, _ document: Document?, deletedAt: Timestamp? = nil) {
-        let entry: RemoteDocument = document.map { .found($0, committed: false) } ?? .missing(version: deletedAt ?? clock.now())
-        if let existing = remoteDocuments[path] {
-            // A deletion from an older commit than the cached version came before it.
-            if let deletedAt, document == nil, existing.version > deletedAt { return }
-            // Never go back to an older server version; a committed local version is confirmed
-            // (or superseded) by an equal or newer one.
-            if existing.version > entry.version, document != nil { return }
-            if existing == entry { return }
-            if case .missing = existing, document == nil { return }
-        }
-        targetCache.touch(path)
-        remoteDocuments.set(path, entry)
-        persistRemote(path)
+        acceptRemote(path, document.map { .found($0, committed: false) } ?? .missing(version: deletedAt ?? clock.now()))
     }
 
-    /// A document from watch or a bundle, by the SDK's rule (populateDocumentChangeBuffer): taken
+    /// A document from either watch or a bundle, by the SDK's rule (populateDocumentChangeBuffer): taken
     /// when nothing is cached, when newer, or at the same version as one derived from an
     /// acknowledged write; "missing at version 0" (access lost) drops the document. Returns
     /// whether the cache changed.

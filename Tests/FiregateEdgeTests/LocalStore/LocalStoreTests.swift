@@ -79,6 +79,23 @@ final class LocalStoreTests: XCTestCase {
         XCTAssertEqual(store.cacheStatistics.evictions, 1)
     }
 
+    /// One rule for both watches and bundles (populateDocumentChangeBuffer): newer wins; the same
+    /// version only replaces one derived from an acknowledged write, so the watch's word on a
+    /// committed deletion clears its committed flag; an older one is ignored.
+    func testTheLiveWatchTakesDocumentsByTheSDKsRule() {
+        var store = memoryStore()
+        store.acceptFromWatch(path, doc(1, at: 5))
+        store.acceptFromWatch(path, doc(0, at: 4))
+        XCTAssertEqual(store.remoteDocuments[path], .found(doc(1, at: 5), committed: false), "an older version is ignored")
+        store.remoteDocuments.set(path, .missing(version: time(7), committed: true))
+        store.acceptFromWatch(path, nil, deletedAt: time(6))
+        XCTAssertEqual(store.remoteDocuments[path], .missing(version: time(7), committed: true), "an older deletion is ignored")
+        store.acceptFromWatch(path, nil, deletedAt: time(7))
+        XCTAssertEqual(store.remoteDocuments[path], .missing(version: time(7), committed: false), "the watch confirms the committed deletion")
+        store.acceptFromWatch(path, nil, deletedAt: time(7))
+        XCTAssertEqual(store.remoteDocuments[path], .missing(version: time(7), committed: false))
+    }
+
     func testAPersistentStoreComesBackFromItsStorage() async throws {
         let sqlite = try SQLiteStore(directory: nil, migrations: EdgeCacheStorage.migrations)
         let storage = EdgeCacheStorage(store: sqlite, clientID: "A")
