@@ -1,7 +1,7 @@
 import FiregateModel
 
 /// A parsed Firestore REST path: `/v1/projects/{p}/databases/{d}/documents[/{path}][:verb]`.
-struct DocumentRequestPath {
+struct DocumentRequestPath: Equatable {
     let database: DatabaseID
     /// Relative to the documents root; empty for the root itself.
     let path: ResourcePath

@@ -1,0 +1,73 @@
+import FiregateBackend
+import FiregateModel
+
+/// Which fast-path answer a simple request gets, from its method, target and query alone (see
+/// `FastRouter.route`); `.fullPath` for everything the fast path leaves to the full HTTP/1.1 path.
+enum FastRoute: Equatable {
+    /// A bare GET of a document: its cached encoding, or the 404 error body.
+    case documentGet(DocumentRequestPath)
+    /// A `:commit` (whether its writes apply is decided on its body).
+    case commit(DocumentRequestPath)
+    /// A bare `:listen` of one document: an event stream on the event loop.
+    case documentStream(DocumentRequestPath)
+    /// A bare tree event stream (`Accept: text/event-stream`, no query but `ns=`).
+    case treeStream(namespace: String, path: TreePath)
+    /// A bare tree GET (no query but `ns=`).
+    case treeRead(namespace: String, path: TreePath)
+    case fullPath
+}
+
+/// The fast path's routing: a pure function of the request line and the few flags that change
+/// it. It remembers the last targets it parsed, since a connection's clients repeat theirs;
+/// that never changes an answer.
+struct FastRouter {
+    /// The namespace of a tree request without `ns=`.
+    let defaultNamespace: String
+    private var lastDocument: (raw: String, parsed: DocumentRequestPath)?
+    private var lastTree: (raw: String, query: String?, namespace: String, path: TreePath)?
+
+    init(defaultNamespace: String) {
+        self.defaultNamespace = defaultNamespace
+    }
+
+    /// `documentsLoaded`: until the start's load ends, document requests wait on the full path.
+    /// `rulesActive`: while rules are loaded, streams and tree reads take the full path, which
+    /// judges them; document GETs and commits are judged on the fast path.
+    mutating func route(_ method: SimpleRequest.Method, target: String, query: String?, acceptsEventStream: Bool,
+                        documentsLoaded: Bool, rulesActive: Bool) -> FastRoute {
+        if method == .post {
+            guard query == nil, documentsLoaded, target.hasSuffix(":commit"), let parsed = document(target),
+                  parsed.verb == "commit", parsed.path.isEmpty else { return .fullPath }
+            return .commit(parsed)
+        }
+        if query == nil, documentsLoaded, target.hasPrefix("/v1/"), let parsed = document(target), parsed.path.isDocument {
+            if parsed.verb == "listen" { return rulesActive ? .fullPath : .documentStream(parsed) }
+            if parsed.verb == nil, !acceptsEventStream { return .documentGet(parsed) }
+            return .fullPath
+        }
+        guard !rulesActive, let (namespace, path) = tree(target, query: query) else { return .fullPath }
+        return acceptsEventStream ? .treeStream(namespace: namespace, path: path) : .treeRead(namespace: namespace, path: path)
+    }
+
+    /// The parsed document target, from the last one when it repeats.
+    private mutating func document(_ target: String) -> DocumentRequestPath? {
+        if let lastDocument, lastDocument.raw == target { return lastDocument.parsed }
+        guard let parsed = try? DocumentRequestPath.parse(target) else { return nil }
+        lastDocument = (target, parsed)
+        return parsed
+    }
+
+    /// The namespace and location of a tree target with no query but `ns=`.
+    private mutating func tree(_ target: String, query: String?) -> (String, TreePath)? {
+        if let lastTree, lastTree.raw == target, lastTree.query == query { return (lastTree.namespace, lastTree.path) }
+        guard Surface(path: target) == .tree else { return nil }
+        var namespace = defaultNamespace
+        if let query {
+            guard query.hasPrefix("ns="), !query.contains("&") else { return nil }
+            namespace = String(query.dropFirst(3))
+        }
+        guard (try? TreeBackend.validateNamespace(namespace)) != nil, let path = try? TreeRequest.location(target) else { return nil }
+        lastTree = (target, query, namespace, path)
+        return (namespace, path)
+    }
+}
