@@ -92,9 +92,10 @@ public enum FiregateServer {
         let grpc = FirestoreGRPCService(backend: documents.backend, listenOptions: documents.listenOptions,
                                         connections: GRPCConnections(registry: responder.operations.connections, metrics: metrics))
         return HTTPServerBuilder { handler in
-            let http1 = FastPathHTTP1Channel(base: HTTP1Channel(responder: handler, configuration: configuration)) { fullPath in
-                ConnectionFastPath(documents: documents, metrics: metrics, logger: logger, fullPath: fullPath, sockets: sockets, enabled: fastPath)
-            }
+            let connections = OpenConnections()
+            let install = FastPathHTTP1Channel.installer(HTTP1Channel(responder: handler, configuration: configuration), connections: connections, logger: logger)
+            let http1 = FastPathHTTP1Channel(services: FastPathServices(documents: documents, metrics: metrics, logger: logger, sockets: sockets,
+                                                                        enabled: fastPath, installFullPath: install))
             let streams = HTTP1Channel(responder: { request, writer, channel in
                 if FirestoreGRPCService.isGRPC(request) {
                     try await grpc.respond(to: request, writer: writer, channel: channel)
@@ -103,7 +104,7 @@ public enum FiregateServer {
                 }
             })
             return ProtocolSniffingChannel(http1: http1, http2: HTTP2Connection(streams: streams, grpc: grpc), sockets: sockets,
-                                           connections: OpenConnections())
+                                           connections: connections)
         }
     }
 

@@ -136,7 +136,7 @@ final class PrefaceSniffer: ChannelInboundHandler, RemovableChannelHandler {
             case .http2:
                 try http2.setup(channel: channel, connections: connections, logger: logger)
             case .http1:
-                try http1.setup(channel: channel, connections: connections, logger: logger)
+                try http1.setup(channel: channel)
             case .realtime:
                 try channel.pipeline.syncOperations.addHandler(RealtimeUpgradeHandler(sockets: sockets))
             }

@@ -55,6 +55,8 @@ extension ConnectionFastPath {
         let listening = EventLoopStream(source, metrics: metrics)
         self.listening = listening
         machine.streamStarted()
+        // What the connection remembers of its requests is of no use while it streams.
+        router.forget()
         let bound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
         listening.onEnd = {
             let (handler, context) = bound.value
@@ -125,8 +127,8 @@ extension ConnectionFastPath {
     func logFinished(surface: Surface, method: String, status: Int, path: String, started: ContinuousClock.Instant) {
         let duration = ContinuousClock.now - started
         metrics.requestFinished(surface: surface, method: method, status: status, duration: duration)
-        if logger.logLevel <= .debug {
-            FiregateResponder.logRequest(logger, method: method, path: path, status: status, duration: duration, surface: surface)
+        if services.logger.logLevel <= .debug {
+            FiregateResponder.logRequest(services.logger, method: method, path: path, status: status, duration: duration, surface: surface)
         }
     }
 }

@@ -22,30 +22,25 @@ final class ConnectionFastPath: ChannelDuplexHandler, RemovableChannelHandler {
     typealias OutboundIn = ByteBuffer
     typealias OutboundOut = ByteBuffer
 
-    let backend: Backend
-    let rules: FastPathRules
-    let documents: DocumentRoutes
-    let metrics: ServerMetrics
-    let logger: Logger
-    /// Takes `GET /.ws` upgrades: the connection becomes a Realtime Database socket.
-    private let sockets: RealtimeSockets?
-    /// Starts the connection's full path, the first time input goes there (or it ends).
-    let fullPath: FullPathStart
+    let services: FastPathServices
+    var backend: Backend { services.backend }
+    var rules: FastPathRules { services.rules }
+    var documents: DocumentRoutes { services.documents }
+    var metrics: ServerMetrics { services.metrics }
     var machine = FastPathStateMachine()
-    private var router: FastRouter
+    var router: FastRouter
+    /// Whether the connection's full path was installed.
+    private var fullPathStarted = false
     /// Input not handled yet: a head still arriving, or requests behind one being answered.
     var unread: ByteBuffer?
     var needsFlush = false
     var date = (second: -1, text: "")
     /// The stream this connection serves, while it lasts.
     var listening: EventLoopStream?
-    /// Off (`ServerConfiguration.fastPath`), every request takes the full path; sockets still upgrade here.
-    private let enabled: Bool
 
-    init(documents: DocumentRoutes, metrics: ServerMetrics, logger: Logger, fullPath: FullPathStart, sockets: RealtimeSockets? = nil, enabled: Bool = true) {
-        (self.fullPath, self.sockets, self.documents, self.backend) = (fullPath, sockets, documents, documents.backend)
-        (rules, self.metrics, self.logger, self.enabled) = (FastPathRules(rules: documents.backend.rules), metrics, logger, enabled)
-        router = FastRouter(defaultNamespace: documents.backend.defaultProject)
+    init(_ services: FastPathServices) {
+        self.services = services
+        router = FastRouter(defaultNamespace: services.backend.defaultProject)
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
@@ -73,7 +68,7 @@ final class ConnectionFastPath: ChannelDuplexHandler, RemovableChannelHandler {
     func process(context: ChannelHandlerContext, inRead: Bool) {
         while var buffer = unread, buffer.readableBytes > 0, machine.state == .serving {
             let started = ContinuousClock.now
-            if let sockets {
+            if let sockets = services.sockets {
                 switch RealtimeUpgradeRequest.parse(buffer) {
                 case .incomplete: return
                 case .other: break
@@ -87,7 +82,7 @@ final class ConnectionFastPath: ChannelDuplexHandler, RemovableChannelHandler {
                     return
                 }
             }
-            guard enabled else { break }
+            guard services.enabled else { break }
             let parse = SimpleRequest.parse(buffer)
             if case .incomplete = parse { return }
             guard case .simple(let request) = parse else { break }
@@ -183,7 +178,10 @@ final class ConnectionFastPath: ChannelDuplexHandler, RemovableChannelHandler {
         let waiting = (unread?.readableBytes ?? 0) > 0
         guard machine.state != .passThrough, waiting || evenIfEmpty else { return false }
         machine.handedOver()
-        fullPath.begin()
+        if !fullPathStarted {
+            fullPathStarted = true
+            services.installFullPath(context.channel)
+        }
         guard waiting, let unread else { return false }
         self.unread = nil
         context.fireChannelRead(wrapInboundOut(unread))

@@ -30,6 +30,12 @@ struct FastRouter {
         self.defaultNamespace = defaultNamespace
     }
 
+    /// Forgets the remembered targets (a connection that streams from now on keeps none).
+    mutating func forget() {
+        lastDocument = nil
+        lastTree = nil
+    }
+
     /// `documentsLoaded`: until the start's load ends, document requests wait on the full path.
     /// `rulesActive`: while rules are loaded, streams and tree reads take the full path, which
     /// judges them; document GETs and commits are judged on the fast path.
