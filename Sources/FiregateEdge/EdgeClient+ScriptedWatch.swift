@@ -100,25 +100,7 @@ extension EdgeClient {
     /// view (localStoreApplyRemoteEvent, then the sync engine's view pass).
     func applyRemoteEvent(_ event: RemoteEvent) {
         for (targetID, change) in event.targetChanges { limbo.noteChange(targetID, change) }
-        local.targetCache.beginOperation()
-        local.targetCache.noteRemoteSnapshot(event.snapshotVersion)
-        for (targetID, change) in event.targetChanges.sorted(by: { $0.key < $1.key }) {
-            guard let queryID = local.targetCache.queryIDs[targetID], let old = local.targetCache.targets[queryID] else { continue }
-            var keys = old.documents
-            keys.subtract(change.removed)
-            keys.formUnion(change.added)
-            for path in local.targetCache.applyServerResult(queryID, documents: keys) where local.remoteDocuments[path] != nil { local.persistSequence(path) }
-            if event.targetMismatches[targetID] != nil {
-                local.targetCache.setResumeToken(queryID, "", version: .zero)
-            } else if !change.resumeToken.isEmpty {
-                local.targetCache.setResumeToken(queryID, change.resumeToken, version: event.snapshotVersion)
-            }
-            // As the SDK: a new token alone is written at most every 5 minutes (shouldPersistTargetData).
-            let changedDocuments = !change.added.isEmpty || !change.modified.isEmpty || !change.removed.isEmpty
-            let tokenAge = event.snapshotVersion.microseconds - old.snapshotVersion.microseconds
-            if old.resumeToken.isEmpty || changedDocuments || tokenAge >= 300_000_000 { local.persistTarget(queryID) }
-        }
-        for (path, update) in event.documentUpdates.sorted(by: { $0.key < $1.key }) { local.acceptRemote(path, update) }
+        local.applyRemoteEvent(event)
         for (targetID, change) in event.targetChanges.sorted(by: { $0.key < $1.key }) where change.current && !limbo.isLookup(targetID) {
             broadcast(TabCoordinator.targetNotification(targetID, "current"))
         }

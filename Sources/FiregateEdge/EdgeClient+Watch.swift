@@ -83,20 +83,20 @@ extension EdgeClient {
         if !ids.isEmpty { refreshTargets(ids) }
     }
 
-    /// A commit's effect on targets that already have their server result: the changed
-    /// documents enter the cache, each target's match set takes the changes, and every view is
-    /// updated with those documents only — the cost follows the change, not the size of the
-    /// results.
+    /// A commit's effect on targets that already have their server result: each target's match
+    /// set takes the changes, and the commit's documents and the targets' joined and left keys
+    /// enter the cache as one remote event; every view is updated with those documents only —
+    /// the cost follows the change, not the size of the results.
     func applyChanges(_ record: CommitRecord, to ids: [Int]) {
         // A target refreshed after this commit already holds it.
         let behind = ids.filter { events.listeners[$0].map { record.sequence > ($0.serverSequence ?? .max) } ?? false }
         guard !behind.isEmpty else { return }
-        local.targetCache.beginOperation()
+        var event = RemoteEvent(snapshotVersion: .zero, targetChanges: [:], targetMismatches: [:], documentUpdates: [:], resolvedLimboDocuments: [])
         var changed = Set<ResourcePath>()
         for change in record.changes where behind.contains(where: { id in
             events.listeners[id].map { $0.query.containsPath(change.path) || $0.serverPaths.contains(change.path) } ?? false
         }) {
-            local.acceptFromWatch(change.path, change.after, deletedAt: record.commitTime)
+            event.documentUpdates[change.path] = change.after.map { .found($0, committed: false) } ?? .missing(version: record.commitTime)
             changed.insert(change.path)
         }
         let database = settings.databaseID
@@ -124,41 +124,52 @@ extension EdgeClient {
             for change in record.changes { entry.unresolved.remove(change.path) }
             entry.serverSequence = record.sequence
             entry.current = true
-            let queryID = entry.queryID
+            if let targetID = local.targetCache.targets[entry.queryID]?.targetID {
+                event.targetChanges[targetID, default: TargetChange(resumeToken: "", current: true)].added.formUnion(joined)
+                event.targetChanges[targetID]?.removed.formUnion(left)
+            }
             events.listeners[listenerID] = entry
-            for path in local.targetCache.applyServerChanges(queryID, joined: joined, left: left) where local.remoteDocuments[path] != nil { local.persistSequence(path) }
-            local.persistTarget(queryID, changed: (joined, left))
         }
+        local.applyRemoteEvent(event)
         updateViews(changed: changed)
     }
 
-    /// Fetches the server result of each listener's target, folds it into the remote cache,
-    /// marks the targets current, then updates every view once.
+    /// Fetches the server result of each listener's target — with what became of the documents
+    /// it or its view held that the server no longer lists (the SDK's limbo resolution) — and
+    /// takes them into the cache as one remote event; the targets are current; then every view
+    /// is updated once.
     func refreshTargets(_ ids: [Int]) {
         let database = self.database
-        local.targetCache.beginOperation()
         let judge = backend.rules.documentJudge(settings.databaseID, caller: RulesCaller(identity: rulesIdentity, surface: "edge", client: id))
+        var event = RemoteEvent(snapshotVersion: .zero, targetChanges: [:], targetMismatches: [:], documentUpdates: [:], resolvedLimboDocuments: [])
+        var results: [(listenerID: Int, seen: Set<ResourcePath>, sequence: Int64, matches: QueryMatches)] = []
         for listenerID in ids {
-            guard var entry = events.listeners[listenerID] else { continue }
+            guard let entry = events.listeners[listenerID] else { continue }
             if let judge, let denial = EdgeClient.denial(of: entry.query, by: judge, in: database) {
                 endListeners(ofQuery: entry.queryID, with: denial)
                 continue
             }
             let (matches, sequence) = database.matches(entry.query)
-            let result = matches.window
             var seen = Set<ResourcePath>()
-            for doc in result {
-                local.acceptFromWatch(doc.path, doc)
+            for doc in matches.window {
+                event.documentUpdates[doc.path] = .found(doc, committed: false)
                 seen.insert(doc.path)
             }
-            // Documents the target or the view held that the server no longer lists: learn what
-            // became of them (the SDK's limbo resolution).
             var stale = entry.serverPaths
             for doc in entry.view.documents where !doc.hasLocalMutations { stale.insert(doc.document.path) }
-            for path in stale.subtracting(seen) {
+            for path in stale.subtracting(seen) where event.documentUpdates[path] == nil {
                 let doc = (try? database.get(path).value) ?? nil
-                local.acceptFromWatch(path, doc)
+                event.documentUpdates[path] = doc.map { .found($0, committed: false) } ?? .missing(version: local.clock.now())
             }
+            if let target = local.targetCache.targets[entry.queryID] {
+                event.targetChanges[target.targetID] = TargetChange(resumeToken: "", current: true, added: seen.subtracting(target.documents),
+                                                                    removed: target.documents.subtracting(seen))
+            }
+            results.append((listenerID, seen, sequence, matches))
+        }
+        local.applyRemoteEvent(event)
+        for (listenerID, seen, sequence, matches) in results {
+            guard var entry = events.listeners.removeValue(forKey: listenerID) else { continue }
             entry.serverPaths = seen
             entry.unresolved = []
             if !entry.current, let targetID = local.targetCache.targets[entry.queryID]?.targetID {
@@ -168,10 +179,6 @@ extension EdgeClient {
             entry.serverSequence = sequence
             entry.matches = entry.query.limit != nil || entry.query.offset > 0 ? matches : nil
             events.listeners[listenerID] = entry
-            for path in local.targetCache.applyServerResult(entry.queryID, documents: seen) where local.remoteDocuments[path] != nil {
-                local.persistSequence(path)
-            }
-            local.persistTarget(entry.queryID)
         }
         updateViews()
     }
