@@ -206,6 +206,16 @@ class Server:
                     return int(line.split()[1])
         raise BenchError("no VmRSS in /proc/<pid>/status")
 
+    def rss_parts_kib(self) -> dict:
+        """The resident set by kind (KiB): RssAnon (heap, stacks), RssFile (mapped code and
+        libraries, shared with the page cache), RssShmem."""
+        parts = {}
+        with open(f"/proc/{self.proc.pid}/status") as f:
+            for line in f:
+                if line.startswith(("RssAnon:", "RssFile:", "RssShmem:")):
+                    parts[line.split(":")[0]] = int(line.split()[1])
+        return parts
+
     def cpu_seconds(self) -> float:
         """User + system CPU time the server process has used so far."""
         with open(f"/proc/{self.proc.pid}/stat") as f:

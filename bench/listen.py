@@ -252,6 +252,7 @@ async def phase_idle(binary, args, deadline):
         conns, open_s = await open_listeners(server, f"{root}/idle/doc:listen", n, fan,
                                              timeout=max(10.0, deadline - time.monotonic()))
         after = await settle_rss(server, 2.0)
+        parts = server.rss_parts_kib()
         fds = server.open_fds()
         # the streams are alive: one commit reaches every one of them
         http.close()
@@ -272,6 +273,8 @@ async def phase_idle(binary, args, deadline):
         log(f"    {n} streams open and synced in {open_s:.2f} s; server fds {fds}")
         log(f"    server RSS before {mib(before)}, with {n} streams {mib(after)}, after one commit to all {mib(after_commit)}")
         log(f"    per stream {per:.1f} KiB")
+        log(f"    with the streams, by kind: anonymous {mib(parts.get('RssAnon', 0))}, "
+            f"file-backed (the executable's code and libraries) {mib(parts.get('RssFile', 0))}")
         log(f"    one commit to all {n}: {len(got)} received{'' if complete else ' (INCOMPLETE)'}, "
             f"p50 {fmt_ms(percentile(d, 50))}  p99 {fmt_ms(percentile(d, 99))}  max {fmt_ms(max(d) if d else float('nan'))}")
         total_mb = after * 1024 / 1e6
