@@ -24,12 +24,12 @@ extension EdgeClient {
     }
 
     /// Targets of open listeners.
-    var activeQueries: Set<String> { Set(events.listeners.values.map(\.queryID)) }
+    var activeQueries: Set<String> { Set(queries.states.values.map(\.queryID)) }
 
     /// Documents held by queued writes and open listeners (their targets' results and views).
     func referencedPaths(includingTargets: Bool) -> Set<ResourcePath> {
         var retained = local.mutationQueue.mutatedPaths
-        for entry in events.listeners.values {
+        for entry in queries.states.values {
             retained.formUnion(entry.view.documents.map(\.document.path))
             if includingTargets { retained.formUnion(entry.serverPaths) }
         }

@@ -26,11 +26,12 @@ extension EdgeClient {
         }
         // A target another listener already keeps current starts current (its query state),
         // for a listener from the cache too: the SDK shares the query's view between them.
-        let sharedTargetCurrent = events.listeners.values.contains { $0.queryID == queryID && !$0.options.cacheOnly && $0.current }
-        events.listeners[listenerID] = ListenerEntry(
-            query: query, queryID: queryID, options: options, view: QueryView(query: query, database: settings.databaseID),
-            listener: QueryListener(includeMetadataChanges: options.includeMetadataChanges, cacheOnly: options.cacheOnly),
-            current: sharedTargetCurrent, output: output)
+        let sharedTargetCurrent = queries.states.values.contains { $0.queryID == queryID && !$0.options.cacheOnly && $0.current }
+        queries.states[listenerID] = QueryState(query: query, queryID: queryID, options: options, view: QueryView(query: query, database: settings.databaseID),
+                                                current: sharedTargetCurrent)
+        events.add(listenerID, ListenerRegistration(queryID: queryID, options: options,
+                                                    listener: QueryListener(includeMetadataChanges: options.includeMetadataChanges, cacheOnly: options.cacheOnly),
+                                                    output: output))
         output.onTermination = { [weak self] _ in
             Task { await self?.removeListener(listenerID) }
         }
@@ -59,18 +60,19 @@ extension EdgeClient {
     }
 
     func removeListener(_ listenerID: Int) {
-        guard let entry = events.listeners.removeValue(forKey: listenerID) else { return }
+        events.remove(listenerID)
+        guard let entry = queries.states.removeValue(forKey: listenerID) else { return }
         noteStreamClosed()
         updateWatchInterest()
         remote.heldTargets.remove(listenerID)
         // Another tab's query stays on watch while the primary cannot release it.
         let unlisten = isSecondary(entry.options.owner) && local.faults.fails(.releaseTarget)
             ? { (queryID: String) in self.tabs.context.deferredUnlistens.insert(queryID) } : scriptedUnlisten
-        if !entry.options.cacheOnly, events.listeners.values.contains(where: { $0.queryID == entry.queryID }),
-           !events.listeners.values.contains(where: { $0.queryID == entry.queryID && !$0.options.cacheOnly }) {
+        if !entry.options.cacheOnly, queries.states.values.contains(where: { $0.queryID == entry.queryID }),
+           !queries.listensToServer(entry.queryID) {
             // Only listeners from the cache are left: the target stays, watch stops listening.
             unlisten(entry.queryID)
-        } else if !events.listeners.values.contains(where: { $0.queryID == entry.queryID }) {
+        } else if !queries.states.values.contains(where: { $0.queryID == entry.queryID }) {
             // The target's last listener: it becomes inactive now (releaseTarget), and the
             // documents its view showed are no longer referenced by it.
             if !entry.options.cacheOnly { unlisten(entry.queryID) }
@@ -78,7 +80,7 @@ extension EdgeClient {
             releaseTarget(entry.queryID)
             for doc in entry.view.documents { local.touch(doc.document.path) }
         }
-        if !events.listeners.values.contains(where: { !$0.options.cacheOnly }) { stopWatch() }
+        if !queries.states.values.contains(where: { !$0.options.cacheOnly }) { stopWatch() }
         collectEagerGarbage()
     }
 
@@ -108,10 +110,10 @@ extension EdgeClient {
         let ownView = localView()
         // Tabs signed in as another user than the primary's see that user's queue.
         var otherUsersViews: [String: LocalViewBuilder] = [:]
-        for listenerID in ids ?? Array(events.listeners.keys).sorted() {
+        for listenerID in ids ?? Array(queries.states.keys).sorted() {
             // Out of the dictionary while it changes, so its view's storage is not copied.
-            guard var entry = events.listeners.removeValue(forKey: listenerID) else { continue }
-            defer { events.listeners[listenerID] = entry }
+            guard var entry = queries.states.removeValue(forKey: listenerID) else { continue }
+            defer { queries.states[listenerID] = entry }
             var builder = ownView
             if let owner = entry.options.owner {
                 if tabs.context.frozen.contains(owner) { continue }
@@ -134,9 +136,7 @@ extension EdgeClient {
                                              syncedKeys: target?.documents, unresolved: entry.unresolved,
                                              pendingReset: pendingResets.contains(entry.queryID))
             }
-            if let snapshot, let raised = entry.listener.onViewSnapshot(snapshot, onlineState: onlineState) {
-                events.emit(raised, to: &entry, database: settings.databaseID)
-            }
+            if let snapshot { events.onViewSnapshot(snapshot, for: listenerID, onlineState: onlineState, database: settings.databaseID) }
         }
         updateScriptedLimbo()
     }
@@ -146,11 +146,7 @@ extension EdgeClient {
         broadcastOnlineStateIfChanged()
         let raisedBefore = events.eventCounter
         defer { events.raiseSnapshotsInSync(ifRaisedSince: raisedBefore) }
-        for listenerID in ids ?? Array(events.listeners.keys).sorted() {
-            guard var entry = events.listeners[listenerID] else { continue }
-            if let raised = entry.listener.onOnlineStateChange(onlineState) { events.emit(raised, to: &entry, database: settings.databaseID) }
-            events.listeners[listenerID] = entry
-        }
+        events.onOnlineStateChange(onlineState, for: ids ?? Array(queries.states.keys).sorted(), database: settings.databaseID)
     }
 
     /// Every open stream of this client emits `event: sync` with `token`, after the effects of
@@ -180,14 +176,14 @@ extension EdgeClient {
     func retryDeferredTargets() -> Bool {
         var ran = false
         if !tabs.context.deferredListens.isEmpty, !local.faults.fails(.allocateTarget) {
-            for queryID in tabs.context.deferredListens.sorted() where events.listeners.values.contains(where: { $0.queryID == queryID && !$0.options.cacheOnly }) {
+            for queryID in tabs.context.deferredListens.sorted() where queries.listensToServer(queryID) {
                 scriptedListen(queryID)
             }
             tabs.context.deferredListens.removeAll()
             ran = true
         }
         if !tabs.context.deferredUnlistens.isEmpty, !local.faults.fails(.releaseTarget) {
-            for queryID in tabs.context.deferredUnlistens.sorted() where !events.listeners.values.contains(where: { $0.queryID == queryID && !$0.options.cacheOnly }) {
+            for queryID in tabs.context.deferredUnlistens.sorted() where !queries.listensToServer(queryID) {
                 scriptedUnlisten(queryID)
             }
             tabs.context.deferredUnlistens.removeAll()
@@ -200,12 +196,14 @@ extension EdgeClient {
     /// target is released; cached documents stay (syncEngineRejectListen).
     func endListeners(ofQuery queryID: String, with error: FiregateError) {
         events.endListeners(ofQuery: queryID, with: error)
+        queries.remove(queryID: queryID)
         local.targetCache.beginOperation()
         releaseTarget(queryID)
     }
 
     func endListeners(with error: FiregateError?) {
         events.endAll(with: error)
+        queries.states.removeAll()
         remote.heldTargets.removeAll()
         tabs.endAll(with: error)
     }

@@ -22,14 +22,14 @@ extension EdgeClient {
     /// A new SDK instance (or a new script): nothing is listened to on the remote side yet,
     /// and limbo lookup ids start over.
     func resetScriptedWatch() {
-        limbo = LimboResolutions(maxConcurrent: remote.gates.maxConcurrentLimboResolutions)
+        queries.limbo = LimboResolutions(maxConcurrent: remote.gates.maxConcurrentLimboResolutions)
         guard remote.gates.scriptedWatch else {
             remote.scripted = nil
             return
         }
         remote.scripted = ScriptedWatch()
         if !remote.canUseNetwork { remote.scripted?.networkChanged(online: false) }
-        let queries = Set(events.listeners.values.filter { !$0.options.cacheOnly }.map(\.queryID))
+        let queries = Set(queries.states.values.filter { !$0.options.cacheOnly }.map(\.queryID))
         for queryID in queries.sorted(by: { (local.targetCache.targets[$0]?.targetID ?? 0) < (local.targetCache.targets[$1]?.targetID ?? 0) }) {
             scriptedListen(queryID)
         }
@@ -37,7 +37,7 @@ extension EdgeClient {
 
     /// remoteStoreListen for a listened query's target.
     func scriptedListen(_ queryID: String) {
-        guard let target = local.targetCache.targets[queryID], let entry = events.listeners.values.first(where: { $0.queryID == queryID }) else { return }
+        guard let target = local.targetCache.targets[queryID], let entry = queries.states.values.first(where: { $0.queryID == queryID }) else { return }
         if tabs.context.termFirstRequests[target.targetID] == nil { tabs.context.termFirstRequests[target.targetID] = target.resumeToken }
         remote.listen(WatchTarget(id: target.targetID, query: entry.query, purpose: .listen, resumeToken: target.resumeToken,
                                   snapshotVersion: target.snapshotVersion, lookupPath: entry.query.lookedUpPath(database: settings.databaseID)))
@@ -47,13 +47,13 @@ extension EdgeClient {
     func scriptedUnlisten(_ queryID: String) {
         guard remote.scripted != nil, let targetID = local.targetCache.targets[queryID]?.targetID else { return }
         remote.scripted?.unlisten(targetID)
-        applyLimboActions(limbo.removeTarget(targetID))
+        applyLimboActions(queries.limbo.removeTarget(targetID))
     }
 
     /// What the client holds for a target: a lookup's document once received, else the
     /// query target's server result.
     private var scriptedRemoteKeys: (Int) -> Set<ResourcePath> {
-        let targets = local.targetCache, lookups = limbo
+        let targets = local.targetCache, lookups = queries.limbo
         return { id in lookups.remoteKeys(id) ?? targets.target(id: id)?.documents ?? [] }
     }
 
@@ -88,7 +88,7 @@ extension EdgeClient {
         case .streamFailed(let offline):
             if offline {
                 // OnlineState.Offline: every view stops being current.
-                for listenerID in events.listeners.keys { events.listeners[listenerID]?.current = false }
+                queries.markAllNotCurrent()
                 updateViews()
             }
         }
@@ -99,14 +99,14 @@ extension EdgeClient {
     /// A consistent snapshot: the targets' keys and resume tokens, the documents, then every
     /// view (localStoreApplyRemoteEvent, then the sync engine's view pass).
     func applyRemoteEvent(_ event: RemoteEvent) {
-        for (targetID, change) in event.targetChanges { limbo.noteChange(targetID, change) }
+        for (targetID, change) in event.targetChanges { queries.limbo.noteChange(targetID, change) }
         local.applyRemoteEvent(event)
-        for (targetID, change) in event.targetChanges.sorted(by: { $0.key < $1.key }) where change.current && !limbo.isLookup(targetID) {
+        for (targetID, change) in event.targetChanges.sorted(by: { $0.key < $1.key }) where change.current && !queries.limbo.isLookup(targetID) {
             broadcast(TabCoordinator.targetNotification(targetID, "current"))
         }
-        for (listenerID, entry) in events.listeners {
+        for (listenerID, entry) in queries.states {
             if let targetID = local.targetCache.targets[entry.queryID]?.targetID, let change = event.targetChanges[targetID] {
-                events.listeners[listenerID]?.current = change.current
+                queries.states[listenerID]?.current = change.current
                 if change.current { tabs.context.limboTrackedTargets?.insert(targetID) }
             }
         }
@@ -119,20 +119,20 @@ extension EdgeClient {
     private func rejectListens(_ targets: [WatchTarget], _ error: FiregateError) {
         for target in targets {
             let targetID = target.id
-            if !limbo.isLookup(targetID) { broadcast(TabCoordinator.targetNotification(targetID, "rejected")) }
-            if limbo.isLookup(targetID), local.faults.fails(.applyRemoteEvent) {
+            if !queries.limbo.isLookup(targetID) { broadcast(TabCoordinator.targetNotification(targetID, "rejected")) }
+            if queries.limbo.isLookup(targetID), local.faults.fails(.applyRemoteEvent) {
                 // Dropping the document fails: the lookup stays, and is asked for again when
                 // the network comes back.
                 remote.scripted?.restore(target)
                 suspendNetwork(retrying: .probe)
-            } else if let (path, actions) = limbo.rejected(targetID) {
+            } else if let (path, actions) = queries.limbo.rejected(targetID) {
                 local.targetCache.beginOperation()
                 local.acceptRemote(path, .missing(version: .zero))
                 applyLimboActions(actions)
                 updateViews()
             } else if let queryID = local.targetCache.queryIDs[targetID] {
                 endListeners(ofQuery: queryID, with: error)
-                applyLimboActions(limbo.removeTarget(targetID))
+                applyLimboActions(queries.limbo.removeTarget(targetID))
                 collectEagerGarbage()
             }
         }
@@ -143,12 +143,12 @@ extension EdgeClient {
     func updateScriptedLimbo() {
         guard remote.scripted != nil else { return }
         var byTarget: [Int: Set<ResourcePath>] = [:]
-        for entry in events.listeners.values where !entry.options.cacheOnly {
+        for entry in queries.states.values where !entry.options.cacheOnly {
             guard let targetID = local.targetCache.targets[entry.queryID]?.targetID,
                   tabs.context.limboTrackedTargets?.contains(targetID) ?? true else { continue }
             byTarget[targetID, default: []].formUnion(entry.view.limboDocuments)
         }
-        for (targetID, paths) in byTarget.sorted(by: { $0.key < $1.key }) { applyLimboActions(limbo.update(targetID: targetID, limbo: paths)) }
+        for (targetID, paths) in byTarget.sorted(by: { $0.key < $1.key }) { applyLimboActions(queries.limbo.update(targetID: targetID, limbo: paths)) }
     }
 
     private func applyLimboActions(_ actions: LimboResolutions.Actions) {
@@ -205,8 +205,8 @@ extension EdgeClient {
         return [
             "scripted": true, "stream": .string(stream), "offline": .bool(scripted.offline), "requestCount": .int(Int64(scripted.requestCount)),
             "targets": .array(targets),
-            "limboDocuments": .array(limbo.activeByPath.keys.sorted().map { .string(settings.databaseID.resourceName($0)) }),
-            "enqueuedLimboDocuments": .array(limbo.enqueued.map { .string(settings.databaseID.resourceName($0)) }),
+            "limboDocuments": .array(queries.limbo.activeByPath.keys.sorted().map { .string(settings.databaseID.resourceName($0)) }),
+            "enqueuedLimboDocuments": .array(queries.limbo.enqueued.map { .string(settings.databaseID.resourceName($0)) }),
         ]
     }
 }

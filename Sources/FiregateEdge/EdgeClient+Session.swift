@@ -110,7 +110,7 @@ extension EdgeClient {
     private func checkHeartbeat() async -> Bool {
         guard let deadline = heartbeatDeadline() else { return false }
         guard backend.clock.nowMicros() >= deadline else { return true }
-        guard events.listeners.isEmpty, await (treeSync?.listenerCount ?? 0) == 0 else {
+        guard queries.states.isEmpty, await (treeSync?.listenerCount ?? 0) == 0 else {
             heartbeat.lastActivityMicros = backend.clock.nowMicros()  // an open stream counts as activity
             return true
         }

@@ -30,7 +30,7 @@ extension EdgeClient {
         stopWatch()
         remote.suspendScripted(offline: offline)
         guard offline, remote.network.online else { return }
-        for listenerID in events.listeners.keys { events.listeners[listenerID]?.current = false }
+        queries.markAllNotCurrent()
         updateViews()
         raiseOnlineState()
     }

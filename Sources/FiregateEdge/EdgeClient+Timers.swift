@@ -19,7 +19,7 @@ extension EdgeClient {
         case .onlineStateTimeout:
             guard remote.scripted?.onlineStateTimeout() == true else { return false }
             // OnlineState.Offline: current views go from cache, held first snapshots are raised.
-            for listenerID in events.listeners.keys { events.listeners[listenerID]?.current = false }
+            queries.markAllNotCurrent()
             updateViews()
             raiseOnlineState()
             return true

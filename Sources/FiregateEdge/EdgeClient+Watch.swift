@@ -7,7 +7,7 @@ import FiregateStore
 extension EdgeClient {
     func ensureWatch() {
         updateWatchInterest()
-        guard remote.watch == nil, remote.scripted == nil, remote.canUseNetwork, !terminated, events.listeners.values.contains(where: { !$0.options.cacheOnly }) else { return }
+        guard remote.watch == nil, remote.scripted == nil, remote.canUseNetwork, !terminated, queries.states.values.contains(where: { !$0.options.cacheOnly }) else { return }
         remote.watch = WatchConnection.open(on: database, for: self, interest: remote.watchInterest)
         remote.watch?.rulesGeneration = backend.rules.generation
     }
@@ -15,16 +15,16 @@ extension EdgeClient {
     /// Keeps the watch's interest equal to the listeners' queries (called when they change,
     /// before a new listener's first server fetch, so no commit after it is missed).
     func updateWatchInterest() {
-        remote.watchInterest.set(events.listeners.values.filter { !$0.options.cacheOnly }.map(\.query))
+        remote.watchInterest.set(queries.states.values.filter { !$0.options.cacheOnly }.map(\.query))
     }
 
     func stopWatch() {
         remote.watch?.close()
         remote.watch = nil
         // Without the feed, server results fall behind: the next one starts them anew.
-        for listenerID in events.listeners.keys {
-            events.listeners[listenerID]?.serverSequence = nil
-            events.listeners[listenerID]?.matches = nil
+        for listenerID in queries.states.keys {
+            queries.states[listenerID]?.serverSequence = nil
+            queries.states[listenerID]?.matches = nil
         }
     }
 
@@ -41,29 +41,29 @@ extension EdgeClient {
         var touched: [Int] = []
         switch event {
         case .commit(let record):
-            for (listenerID, entry) in events.listeners where !entry.options.cacheOnly {
+            for (listenerID, entry) in queries.states where !entry.options.cacheOnly {
                 if record.changes.contains(where: { entry.query.containsPath($0.path) || entry.serverPaths.contains($0.path) }) {
                     touched.append(listenerID)
                 }
             }
             // Targets with a server result follow the commit's changes, not a new query run.
             if !remote.gates.holdWatch {
-                let incremental = touched.filter { events.listeners[$0]?.serverSequence != nil }
+                let incremental = touched.filter { queries.states[$0]?.serverSequence != nil }
                 if !incremental.isEmpty { applyChanges(record, to: incremental) }
-                touched.removeAll { events.listeners[$0]?.serverSequence != nil }
+                touched.removeAll { queries.states[$0]?.serverSequence != nil }
             }
         case .overflow:
-            touched = events.listeners.filter { !$0.value.options.cacheOnly }.map(\.key)
+            touched = queries.states.filter { !$0.value.options.cacheOnly }.map(\.key)
         case .closed:
             // The database was reset: reconnect and refetch everything.
             stopWatch()
             ensureWatch()
-            touched = events.listeners.filter { !$0.value.options.cacheOnly }.map(\.key)
+            touched = queries.states.filter { !$0.value.options.cacheOnly }.map(\.key)
         case .heartbeat:
             // The rules changed (the feed wakes every listen): every listen is judged again.
             guard let generation = remote.watch?.rulesGeneration, generation != backend.rules.generation else { return }
             remote.watch?.rulesGeneration = backend.rules.generation
-            touched = events.listeners.filter { !$0.value.options.cacheOnly }.map(\.key)
+            touched = queries.states.filter { !$0.value.options.cacheOnly }.map(\.key)
         }
         guard !touched.isEmpty else { return }
         if remote.gates.holdWatch {
@@ -79,7 +79,7 @@ extension EdgeClient {
     public func releaseWatch() {
         guard remote.network.online, remote.scripted == nil else { return }
         remote.heldTargets.removeAll()
-        let ids = events.listeners.filter { !$0.value.options.cacheOnly }.map(\.key).sorted()
+        let ids = queries.states.filter { !$0.value.options.cacheOnly }.map(\.key).sorted()
         if !ids.isEmpty { refreshTargets(ids) }
     }
 
@@ -89,12 +89,12 @@ extension EdgeClient {
     /// the cost follows the change, not the size of the results.
     func applyChanges(_ record: CommitRecord, to ids: [Int]) {
         // A target refreshed after this commit already holds it.
-        let behind = ids.filter { events.listeners[$0].map { record.sequence > ($0.serverSequence ?? .max) } ?? false }
+        let behind = ids.filter { queries.states[$0].map { record.sequence > ($0.serverSequence ?? .max) } ?? false }
         guard !behind.isEmpty else { return }
         var event = RemoteEvent(snapshotVersion: .zero, targetChanges: [:], targetMismatches: [:], documentUpdates: [:], resolvedLimboDocuments: [])
         var changed = Set<ResourcePath>()
         for change in record.changes where behind.contains(where: { id in
-            events.listeners[id].map { $0.query.containsPath(change.path) || $0.serverPaths.contains(change.path) } ?? false
+            queries.states[id].map { $0.query.containsPath(change.path) || $0.serverPaths.contains(change.path) } ?? false
         }) {
             event.documentUpdates[change.path] = change.after.map { .found($0, committed: false) } ?? .missing(version: record.commitTime)
             changed.insert(change.path)
@@ -102,7 +102,7 @@ extension EdgeClient {
         let database = settings.databaseID
         for listenerID in behind {
             // Out of the dictionary while it changes, so its match set is not copied.
-            guard var entry = events.listeners.removeValue(forKey: listenerID) else { continue }
+            guard var entry = queries.states.removeValue(forKey: listenerID) else { continue }
             var joined = Set<ResourcePath>(), left = Set<ResourcePath>()
             if var matches = entry.matches {
                 for change in record.changes { matches.apply(path: change.path, before: change.before, after: change.after) }
@@ -128,7 +128,7 @@ extension EdgeClient {
                 event.targetChanges[targetID, default: TargetChange(resumeToken: "", current: true)].added.formUnion(joined)
                 event.targetChanges[targetID]?.removed.formUnion(left)
             }
-            events.listeners[listenerID] = entry
+            queries.states[listenerID] = entry
         }
         local.applyRemoteEvent(event)
         updateViews(changed: changed)
@@ -144,7 +144,7 @@ extension EdgeClient {
         var event = RemoteEvent(snapshotVersion: .zero, targetChanges: [:], targetMismatches: [:], documentUpdates: [:], resolvedLimboDocuments: [])
         var results: [(listenerID: Int, seen: Set<ResourcePath>, sequence: Int64, matches: QueryMatches)] = []
         for listenerID in ids {
-            guard let entry = events.listeners[listenerID] else { continue }
+            guard let entry = queries.states[listenerID] else { continue }
             if let judge, let denial = EdgeClient.denial(of: entry.query, by: judge, in: database) {
                 endListeners(ofQuery: entry.queryID, with: denial)
                 continue
@@ -169,7 +169,7 @@ extension EdgeClient {
         }
         local.applyRemoteEvent(event)
         for (listenerID, seen, sequence, matches) in results {
-            guard var entry = events.listeners.removeValue(forKey: listenerID) else { continue }
+            guard var entry = queries.states.removeValue(forKey: listenerID) else { continue }
             entry.serverPaths = seen
             entry.unresolved = []
             if !entry.current, let targetID = local.targetCache.targets[entry.queryID]?.targetID {
@@ -178,7 +178,7 @@ extension EdgeClient {
             entry.current = true
             entry.serverSequence = sequence
             entry.matches = entry.query.limit != nil || entry.query.offset > 0 ? matches : nil
-            events.listeners[listenerID] = entry
+            queries.states[listenerID] = entry
         }
         updateViews()
     }
@@ -202,7 +202,7 @@ extension EdgeClient {
         stopWatch()
         remote.scripted?.networkChanged(online: false)
         remote.heldTargets.removeAll()
-        for listenerID in events.listeners.keys { events.listeners[listenerID]?.current = false }
+        queries.markAllNotCurrent()
         updateViews()
         raiseOnlineState()
         backend.operations.record(.network(client: id, online: false))
@@ -221,7 +221,7 @@ extension EdgeClient {
         guard remote.canUseNetwork else { return }
         ensureWatch()
         remote.scripted?.networkChanged(online: true)
-        let ids = events.listeners.filter { !$0.value.options.cacheOnly }.map(\.key).sorted()
+        let ids = queries.states.filter { !$0.value.options.cacheOnly }.map(\.key).sorted()
         if remote.scripted != nil {
             // The reopened stream asks for every target; the script answers.
         } else if remote.gates.holdWatch {

@@ -31,9 +31,9 @@ public actor EdgeClient {
 
     /// The listeners and snapshots-in-sync observers, and what is yielded to them.
     var events = EventManager()
+    /// Each listener's query state and the limbo lookups (the sync engine's query side).
+    var queries = QueryStates()
 
-    /// The limbo lookups of a scripted watch.
-    var limbo = LimboResolutions(maxConcurrent: 100)
     /// On a shared persistence: what the engine knows of its tabs, and their notification streams.
     var tabs = TabCoordinator()
 
@@ -154,7 +154,7 @@ public actor EdgeClient {
                 "mutationBytes": .int(Int64(local.mutationQueue.byteSize)),
                 "hits": .int(local.cacheStatistics.hits), "misses": .int(local.cacheStatistics.misses), "evictions": .int(local.cacheStatistics.evictions),
             ],
-            "listeners": .int(Int64(events.listeners.count)),
+            "listeners": .int(Int64(queries.states.count)),
             "indexes": [
                 "count": .int(Int64(local.remoteDocuments.indexes.indexes.count)), "autoCreation": .bool(local.indexAutoCreation),
                 "used": .bool(usesIndexes), "entries": .int(Int64(local.remoteDocuments.indexes.entryCount)),

@@ -40,10 +40,10 @@ extension EdgeClient {
     /// documents are in limbo for them until their next server result. Returns the listeners.
     private func noteUnresolved(_ changed: Set<ResourcePath>) -> [Int] {
         var ids: [Int] = []
-        for (listenerID, entry) in events.listeners where !entry.options.cacheOnly && entry.current {
+        for (listenerID, entry) in queries.states where !entry.options.cacheOnly && entry.current {
             let unknown = changed.filter { entry.query.containsPath($0) && !entry.serverPaths.contains($0) }
             guard !unknown.isEmpty else { continue }
-            events.listeners[listenerID]?.unresolved.formUnion(unknown)
+            queries.states[listenerID]?.unresolved.formUnion(unknown)
             ids.append(listenerID)
         }
         return ids.sorted()

@@ -4,8 +4,8 @@ import FiregateModel
 /// observers, and the client-wide event counter (the SSE `id:`). The only code that yields to
 /// their streams or ends them; the coordinator computes the views and hands over what to raise.
 struct EventManager {
-    /// Open listeners by id: their query state, raising rules and the stream each feeds.
-    var listeners: [Int: ListenerEntry] = [:]
+    /// Open listeners by id: their options, raising rules and the stream each feeds.
+    private(set) var listeners: [Int: ListenerRegistration] = [:]
     /// `onSnapshotsInSync` observers, by id.
     private(set) var inSyncObservers: [Int: AsyncStream<EdgeEvent>.Continuation] = [:]
     private var nextID = 1
@@ -18,13 +18,34 @@ struct EventManager {
         return nextID
     }
 
+    mutating func add(_ listenerID: Int, _ registration: ListenerRegistration) { listeners[listenerID] = registration }
+
+    mutating func remove(_ listenerID: Int) { listeners[listenerID] = nil }
+
+    /// A view's new snapshot: raised to the listener if its rules say so (QueryListener).
+    mutating func onViewSnapshot(_ snapshot: ViewSnapshot, for listenerID: Int, onlineState: OnlineState, database: DatabaseID) {
+        guard var registration = listeners[listenerID] else { return }
+        // The listener's rules keep state whether or not they raise.
+        if let raised = registration.listener.onViewSnapshot(snapshot, onlineState: onlineState) { emit(raised, to: &registration, database: database) }
+        listeners[listenerID] = registration
+    }
+
+    /// The online state changed: listeners whose first snapshot waited for it may raise it now.
+    mutating func onOnlineStateChange(_ onlineState: OnlineState, for ids: [Int], database: DatabaseID) {
+        for listenerID in ids {
+            guard var registration = listeners[listenerID] else { continue }
+            if let raised = registration.listener.onOnlineStateChange(onlineState) { emit(raised, to: &registration, database: database) }
+            listeners[listenerID] = registration
+        }
+    }
+
     /// A raised snapshot goes out on the listener's stream; a listener too far behind is ended.
-    mutating func emit(_ snapshot: ViewSnapshot, to entry: inout ListenerEntry, database: DatabaseID) {
+    private mutating func emit(_ snapshot: ViewSnapshot, to registration: inout ListenerRegistration, database: DatabaseID) {
         eventCounter += 1
-        let body = JSONWriter.bytes(snapshot.render(database: database, options: entry.options))
-        if case .dropped = entry.output.yield(.snapshot(id: eventCounter, body: body)) {
-            entry.output.yield(.error(FiregateError(.resourceExhausted, "The listener fell too far behind and was closed.")))
-            entry.output.finish()
+        let body = JSONWriter.bytes(snapshot.render(database: database, options: registration.options))
+        if case .dropped = registration.output.yield(.snapshot(id: eventCounter, body: body)) {
+            registration.output.yield(.error(FiregateError(.resourceExhausted, "The listener fell too far behind and was closed.")))
+            registration.output.finish()
         }
     }
 

@@ -57,9 +57,9 @@ extension EdgeClient {
     /// current; its targets carry the resume tokens stored, not the old primary's newer
     /// unsaved ones.
     private func beginPrimaryTerm(of primary: String?) {
-        for targetID in limbo.activeByTarget.keys { remote.scripted?.forget(targetID) }
-        if let primary = tabs.context.primary { tabs.context.limboNextTargetIDs[primary] = limbo.nextTargetID }
-        limbo = LimboResolutions(maxConcurrent: remote.gates.maxConcurrentLimboResolutions, nextTargetID: primary.flatMap { tabs.context.limboNextTargetIDs[$0] } ?? 1)
+        for targetID in queries.limbo.activeByTarget.keys { remote.scripted?.forget(targetID) }
+        if let primary = tabs.context.primary { tabs.context.limboNextTargetIDs[primary] = queries.limbo.nextTargetID }
+        queries.limbo = LimboResolutions(maxConcurrent: remote.gates.maxConcurrentLimboResolutions, nextTargetID: primary.flatMap { tabs.context.limboNextTargetIDs[$0] } ?? 1)
         tabs.context.limboTrackedTargets = []
         tabs.context.termFirstRequests = [:]
         local.targetCache.revertToSaved()
@@ -92,7 +92,7 @@ extension EdgeClient {
             tabs.context.frozen.insert(tab)
         } else {
             tabs.context.frozen.remove(tab)
-            updateViews(events.listeners.filter { $0.value.options.owner == tab }.map(\.key).sorted())
+            updateViews(queries.states.filter { $0.value.options.owner == tab }.map(\.key).sorted())
         }
     }
 
@@ -100,7 +100,7 @@ extension EdgeClient {
     func setTabUser(_ tab: String, _ user: String?) {
         guard tabs.context.users[tab] != user else { return }
         tabs.context.users[tab] = user
-        updateViews(events.listeners.filter { $0.value.options.owner == tab }.map(\.key).sorted())
+        updateViews(queries.states.filter { $0.value.options.owner == tab }.map(\.key).sorted())
     }
 
     /// A tab of a shared persistence closed: its listeners end, the other tabs' stay.
@@ -108,7 +108,7 @@ extension EdgeClient {
         tabs.context.frozen.remove(tab)
         tabs.context.users[tab] = nil
         tabs.context.faults[tab] = nil
-        for (listenerID, entry) in events.listeners where entry.options.owner == tab {
+        for (listenerID, entry) in queries.states where entry.options.owner == tab {
             events.finish(listenerID)
             removeListener(listenerID)
         }
