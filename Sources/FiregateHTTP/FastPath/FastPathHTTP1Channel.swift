@@ -13,9 +13,10 @@ import NIOCore
 struct FastPathHTTP1Channel: Sendable {
     let services: FastPathServices
 
-    /// The first read of a connection is small (a request head): a smaller first buffer than
-    /// NIO's 2 KiB, which every connection keeps for its next read; it grows as reads fill it.
-    static let receiveBuffers = AdaptiveRecvByteBufferAllocator(minimum: 64, initial: 512, maximum: 65536)
+    /// The first read of a connection is small (a request head; a socket's requests and pings):
+    /// a smaller first buffer than NIO's 2 KiB, since every connection keeps its read buffer for
+    /// the next read (an idle stream or socket holds it for its whole life); it grows as reads fill it.
+    static let receiveBuffers = AdaptiveRecvByteBufferAllocator(minimum: 64, initial: 256, maximum: 65536)
 
     /// The full path's installation for `services`: Hummingbird's setup (which completes at
     /// once on the event loop), then its request loop under `connections`.

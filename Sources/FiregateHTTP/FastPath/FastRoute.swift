@@ -23,18 +23,20 @@ enum FastRoute: Equatable {
 struct FastRouter {
     /// The namespace of a tree request without `ns=`.
     let defaultNamespace: String
-    private var lastDocument: (raw: String, parsed: DocumentRequestPath)?
-    private var lastTree: (raw: String, query: String?, namespace: String, path: TreePath)?
+    /// The last targets parsed, out of line, so a connection that streams and forgets them keeps
+    /// one empty reference (idle streams are many).
+    private final class Memo {
+        var document: (raw: String, parsed: DocumentRequestPath)?
+        var tree: (raw: String, query: String?, namespace: String, path: TreePath)?
+    }
+    private var memo: Memo?
 
     init(defaultNamespace: String) {
         self.defaultNamespace = defaultNamespace
     }
 
     /// Forgets the remembered targets (a connection that streams from now on keeps none).
-    mutating func forget() {
-        lastDocument = nil
-        lastTree = nil
-    }
+    mutating func forget() { memo = nil }
 
     /// `documentsLoaded`: until the start's load ends, document requests wait on the full path.
     /// `rulesActive`: while rules are loaded, streams and tree reads take the full path, which
@@ -57,15 +59,16 @@ struct FastRouter {
 
     /// The parsed document target, from the last one when it repeats.
     private mutating func document(_ target: String) -> DocumentRequestPath? {
-        if let lastDocument, lastDocument.raw == target { return lastDocument.parsed }
+        if let last = memo?.document, last.raw == target { return last.parsed }
         guard let parsed = try? DocumentRequestPath.parse(target) else { return nil }
-        lastDocument = (target, parsed)
+        if memo == nil { memo = Memo() }
+        memo?.document = (target, parsed)
         return parsed
     }
 
     /// The namespace and location of a tree target with no query but `ns=`.
     private mutating func tree(_ target: String, query: String?) -> (String, TreePath)? {
-        if let lastTree, lastTree.raw == target, lastTree.query == query { return (lastTree.namespace, lastTree.path) }
+        if let last = memo?.tree, last.raw == target, last.query == query { return (last.namespace, last.path) }
         guard Surface(path: target) == .tree else { return nil }
         var namespace = defaultNamespace
         if let query {
@@ -73,7 +76,8 @@ struct FastRouter {
             namespace = String(query.dropFirst(3))
         }
         guard (try? TreeBackend.validateNamespace(namespace)) != nil, let path = try? TreeRequest.location(target) else { return nil }
-        lastTree = (target, query, namespace, path)
+        if memo == nil { memo = Memo() }
+        memo?.tree = (target, query, namespace, path)
         return (namespace, path)
     }
 }

@@ -17,9 +17,6 @@ struct RealtimeSockets: Sendable {
     let limits = RealtimeLimits()
     /// Bytes waiting to be written to a client before it counts as not reading.
     let maxBacklogBytes = 64 << 20
-    /// A socket's reads are small (requests, pings): it keeps a small buffer for the next one,
-    /// which grows as reads fill it.
-    static let receiveBuffers = AdaptiveRecvByteBufferAllocator(minimum: 64, initial: 256, maximum: 65536)
 
     init(backend: Backend, registry: ConnectionRegistry, environment: [String: String] = ProcessInfo.processInfo.environment) {
         self.backend = backend
@@ -69,7 +66,7 @@ struct RealtimeSockets: Sendable {
         let socket = RealtimeSocketHandler(session: session, transport: transport, maxMessageBytes: limits.maxMessageBytes,
                                            idleTimeout: idleTimeout) { reason in registry.close(id, reason: reason) }
         do {
-            try context.channel.syncOptions?.setOption(ChannelOptions.recvAllocator, value: RealtimeSockets.receiveBuffers)
+            try context.channel.syncOptions?.setOption(ChannelOptions.recvAllocator, value: FastPathHTTP1Channel.receiveBuffers)
             try context.pipeline.syncOperations.addHandler(socket, position: .after(context.handler))
         } catch {
             registry.close(id, reason: "The socket could not be set up: \(error)")
