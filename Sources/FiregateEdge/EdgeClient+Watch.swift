@@ -121,7 +121,7 @@ extension EdgeClient {
             }
             entry.serverPaths.formUnion(joined)
             entry.serverPaths.subtract(left)
-            for change in record.changes { entry.unresolved.remove(change.path) }
+            if !entry.unresolved.isEmpty { for change in record.changes { entry.unresolved.remove(change.path) } }
             entry.serverSequence = record.sequence
             entry.current = true
             if let targetID = local.targetCache.targets[entry.queryID]?.targetID {

@@ -268,12 +268,7 @@ public actor EdgeClient {
                 finish(batch.id, .rejected(FiregateError(.cancelled, "The write was lost when the app restarted without persistence.")))
                 lost += 1
             }
-            local.mutationQueue.removeAll()
-            local.queuesByUser.removeAll()
-            local.remoteDocuments.removeAll()
-            local.remoteDocuments.indexes.removeAll()
-            local.targetCache.removeAll()
-            local.bundles = BundleCache()
+            local.forgetCache()
         } else {
             local.targetCache.revertToSaved()
         }
@@ -309,12 +304,7 @@ public actor EdgeClient {
         for batch in local.mutationQueue.batches + local.queuesByUser.values.flatMap(\.batches) {
             finish(batch.id, .rejected(FiregateError(.cancelled, "The write was cleared with the persistence.")))
         }
-        local.mutationQueue.removeAll()
-        local.queuesByUser.removeAll()
-        local.remoteDocuments.removeAll()
-        local.remoteDocuments.indexes.removeAll()
-        local.targetCache.removeAll()
-        local.bundles = BundleCache()
+        local.forgetCache()
         local.clearStorage(includingSettings: false)
         backend.operations.record(.client(client: id, action: "persistenceCleared"))
     }

@@ -53,6 +53,12 @@ final class FirestoreBundleTests: XCTestCase {
         XCTAssertEqual(bundle.documents[1].document?.createTime, time(250))
     }
 
+    func testTheMetadataReadsAloneWhateverFollows() throws {
+        let metadata = try FirestoreBundle.metadata(of: Array((self.metadata + "5{nope").utf8))
+        XCTAssertEqual(metadata, .init(id: "b", createTime: time(500), version: 1, totalDocuments: 2, totalBytes: 0))
+        XCTAssertThrowsError(try FirestoreBundle.metadata(of: Array(element(#"{"namedQuery":{"name":"q"}}"#).utf8)))
+    }
+
     func testFaultsAnywhereAreInvalidArgument() {
         let meta = element(#"{"documentMetadata":{"name":"projects/p/databases/(default)/documents/c/a","readTime":"1970-01-01T00:00:00Z","exists":true}}"#)
         let cases: [(String, String)] = [

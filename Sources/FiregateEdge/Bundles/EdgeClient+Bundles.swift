@@ -2,16 +2,17 @@ import FiregateModel
 
 /// Bundles through a client: the SDK's `loadBundle` and `namedQuery`.
 extension EdgeClient {
-    /// `POST /clients/{id}:loadBundle`: reads the whole bundle first (a fault anywhere loads
-    /// nothing), then applies it as the SDK's sync engine does (loadBundleImpl): a bundle no
-    /// newer than one loaded with its id is skipped; else its documents enter the cache, its
+    /// `POST /clients/{id}:loadBundle`, as the SDK's sync engine does it (loadBundleImpl): a
+    /// bundle no newer than one loaded with its id is skipped after its metadata; else the whole
+    /// bundle is read first (a fault anywhere loads nothing), its documents enter the cache, its
     /// named queries are saved, and every view sees the changed documents. Returns the task's
     /// progress updates, the last one final.
     public func loadBundle(_ bytes: [UInt8]) throws(FiregateError) -> [LoadBundleProgress] {
         try beginDataCall()
+        let metadata = try FirestoreBundle.metadata(of: bytes)
+        if local.bundles.hasNewer(metadata) { return [.success(metadata)] }
         let database = settings.databaseID
         let bundle = try FirestoreBundle(bytes: bytes, database: database)
-        if local.bundles.hasNewer(bundle.metadata) { return [.success(bundle.metadata)] }
         var queries: [(FirestoreBundle.NamedQuery, Query)] = []
         for named in bundle.namedQueries { queries.append((named, try named.query(database: database))) }
         let changed = local.applyBundledDocuments(bundle)

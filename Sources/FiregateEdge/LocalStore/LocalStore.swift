@@ -36,4 +36,15 @@ struct LocalStore {
         self.persistent = persistent
         self.clock = clock
     }
+
+    /// Forgets what is held in memory: every user's queue, the documents and their indexes, the
+    /// targets, the bundles (a memory client's restart, clearPersistence). Storage is untouched.
+    mutating func forgetCache() {
+        mutationQueue.removeAll()
+        queuesByUser.removeAll()
+        remoteDocuments.removeAll()
+        remoteDocuments.indexes.removeAll()
+        targetCache.removeAll()
+        bundles = BundleCache()
+    }
 }

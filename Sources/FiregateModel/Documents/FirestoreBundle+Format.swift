@@ -7,11 +7,7 @@ extension FirestoreBundle {
     /// database) is INVALID_ARGUMENT, and nothing of the bundle counts.
     public init(bytes: [UInt8], database: DatabaseID) throws(FiregateError) {
         var reader = ElementReader(bytes: bytes)
-        guard let first = try reader.next() else { throw .invalidArgument("The bundle is empty: its first element must be the metadata.") }
-        guard let metadata = first.json["metadata"] else {
-            throw .invalidArgument("The first element of the bundle is not a metadata, it is \(JSONWriter.string(first.json)).")
-        }
-        self.init(metadata: try Metadata(json: metadata), namedQueries: [], documents: [])
+        self.init(metadata: try FirestoreBundle.readMetadata(&reader), namedQueries: [], documents: [])
         var awaitingDocument = false
         while let element = try reader.next() {
             guard case .object(let members) = element.json, members.count == 1, let only = members.elements.first else {
@@ -53,6 +49,21 @@ extension FirestoreBundle {
             elements.append((bytes: element.size, completesDocument: completes))
         }
         guard !awaitingDocument else { throw .invalidArgument("A bundle document's metadata says it exists, but its document element is missing.") }
+    }
+
+    /// The bundle's metadata, its first element: what the SDK reads before it decides whether to
+    /// load the rest (a bundle already loaded is skipped unread).
+    public static func metadata(of bytes: [UInt8]) throws(FiregateError) -> Metadata {
+        var reader = ElementReader(bytes: bytes)
+        return try readMetadata(&reader)
+    }
+
+    private static func readMetadata(_ reader: inout ElementReader) throws(FiregateError) -> Metadata {
+        guard let first = try reader.next() else { throw .invalidArgument("The bundle is empty: its first element must be the metadata.") }
+        guard let metadata = first.json["metadata"] else {
+            throw .invalidArgument("The first element of the bundle is not a metadata, it is \(JSONWriter.string(first.json)).")
+        }
+        return try Metadata(json: metadata)
     }
 
     /// Writes a bundle of `database` as the Admin SDK's builder does: the metadata (its totals

@@ -3,7 +3,7 @@
 /// metadata; then named queries, and documents as a `documentMetadata` element followed, when
 /// the document exists, by its `document` element. `totalBytes` counts every element after the
 /// metadata, length prefixes included (bundle_reader.ts, bundle.proto).
-public struct FirestoreBundle: Sendable, Equatable {
+public struct FirestoreBundle: Sendable {
     public struct Metadata: Sendable, Equatable {
         public var id: String
         public var createTime: Timestamp
@@ -84,10 +84,6 @@ public struct FirestoreBundle: Sendable, Equatable {
         self.elements = []
     }
 
-    public static func == (a: FirestoreBundle, b: FirestoreBundle) -> Bool {
-        a.metadata == b.metadata && a.namedQueries == b.namedQueries && a.documents == b.documents
-            && a.elements.map(\.bytes) == b.elements.map(\.bytes) && a.elements.map(\.completesDocument) == b.elements.map(\.completesDocument)
-    }
 }
 
 /// A loadBundle task's progress (the SDK's LoadBundleTaskProgress).
