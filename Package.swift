@@ -22,6 +22,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio-extras.git", from: "1.35.2"),
         .package(url: "https://github.com/apple/swift-nio-http2.git", from: "1.46.0"),
         .package(url: "https://github.com/apple/swift-protobuf.git", from: "1.39.0"),
+        .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.33.2"),
     ],
     targets: [
         // zlib from the system (zlib1g-dev): gzip of exports and large responses.
@@ -32,6 +33,12 @@ let package = Package(
         .target(name: "FiregateStore", dependencies: [
             "FiregateModel",
             .product(name: "GRDB", package: "GRDB.swift"),
+        ]),
+        // The PostgreSQL implementations of the storage protocols (`--store postgresql://…`).
+        .target(name: "FiregatePostgres", dependencies: [
+            "FiregateModel", "FiregateStore",
+            .product(name: "PostgresNIO", package: "postgres-nio"),
+            .product(name: "Logging", package: "swift-log"),
         ]),
         .target(name: "FiregateBackend", dependencies: [
             "FiregateModel", "FiregateStore", "FiregateRules",
@@ -56,7 +63,7 @@ let package = Package(
         // evaluator — with no I/O (documents and tree reads come in through a protocol).
         .target(name: "FiregateRules", dependencies: ["FiregateModel"]),
         .target(name: "FiregateHTTP", dependencies: [
-            "FiregateModel", "FiregateStore", "FiregateBackend", "FiregateEdge", "FiregateProto", "FiregateRealtime", "CZlib",
+            "FiregateModel", "FiregateStore", "FiregateBackend", "FiregateEdge", "FiregateProto", "FiregateRealtime", "FiregatePostgres", "CZlib",
             .product(name: "Hummingbird", package: "hummingbird"),
             .product(name: "HummingbirdHTTP2", package: "hummingbird"),
             .product(name: "NIOHTTP2", package: "swift-nio-http2"),
@@ -80,12 +87,16 @@ let package = Package(
         .target(name: "FiregateTestSupport", dependencies: ["FiregateBackend", "FiregateStore"]),
         .executableTarget(name: "firegate-rules-fuzz", dependencies: ["FiregateRules"], path: "Sources/FiregateRulesFuzz"),
         .executableTarget(name: "firegate", dependencies: [
-            "FiregateHTTP",
+            "FiregateHTTP", "FiregateModel", "FiregatePostgres",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
         ]),
         .testTarget(name: "FiregateModelTests", dependencies: ["FiregateTestSupport", "FiregateModel"]),
         .testTarget(name: "FiregateRulesTests", dependencies: ["FiregateTestSupport", "FiregateRules", "FiregateModel"], exclude: ["FuzzCorpus"]),
+        .testTarget(name: "FiregatePostgresTests", dependencies: [
+            "FiregatePostgres", "FiregateStore", "FiregateModel",
+            .product(name: "PostgresNIO", package: "postgres-nio"),
+        ]),
         .testTarget(name: "FiregateProtoTests", dependencies: ["FiregateProto", "FiregateModel"]),
         .testTarget(name: "FiregateRealtimeTests", dependencies: ["FiregateTestSupport", "FiregateRealtime", "FiregateBackend", "FiregateStore", "FiregateModel"]),
         .testTarget(name: "FiregateEdgeTests", dependencies: ["FiregateTestSupport", "FiregateEdge", "FiregateBackend", "FiregateModel"]),

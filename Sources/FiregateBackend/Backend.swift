@@ -6,6 +6,8 @@ import Foundation
 /// persisted in one `SQLiteStore`.
 public final class Backend: Sendable {
     public let store: SQLiteStore
+    /// Where persistent edge clients keep their caches: `store`, or PostgreSQL with `--store`.
+    public let edgeStore: any EdgeCacheStore
     public let clock: ServerClock
     public let documents: DocumentBackend
     public let tree: TreeBackend
@@ -23,18 +25,27 @@ public final class Backend: Sendable {
     /// loads the persisted state (the documents in the background with `loadInBackground`:
     /// see `DocumentBackend.loaded()`).
     /// `extraMigrations` are the edge clients' tables, which live in the same store.
-    public init(directory: URL?, defaultProject: String, extraMigrations: [StoreMigration] = [], loadInBackground: Bool = false) async throws {
+    /// `documentStorage`, `treeStorage` and `edgeStore` replace the SQLite ones (PostgreSQL:
+    /// `--store`).
+    public init(directory: URL?, defaultProject: String, extraMigrations: [StoreMigration] = [], loadInBackground: Bool = false,
+                documentStorage: (any DocumentStorage)? = nil, treeStorage: (any TreeStorage)? = nil,
+                edgeStore: (any EdgeCacheStore)? = nil) async throws {
         let store = try SQLiteStore(directory: directory, migrations: Backend.migrations + extraMigrations)
         let clock = ServerClock()
         self.store = store
+        self.edgeStore = edgeStore ?? store
         self.clock = clock
         self.defaultProject = defaultProject
         let operations = OperationsLog(clock: clock)
         self.operations = operations
         rules = SecurityRules(clock: clock)
-        let documentStorage: any DocumentStorage = directory == nil ? MemoryDocumentStorage() : SQLiteDocumentStorage(store: store)
+        let documentStorage: any DocumentStorage = documentStorage ?? (directory == nil ? MemoryDocumentStorage() : SQLiteDocumentStorage(store: store))
         documents = try DocumentBackend(storage: documentStorage, clock: clock, operations: operations, loadInBackground: loadInBackground)
-        tree = try await TreeBackend(store: store, clock: clock, operations: operations)
+        if let treeStorage {
+            tree = TreeBackend(storage: treeStorage, clock: clock, settings: .fromEnvironment(), operations: operations)
+        } else {
+            tree = try await TreeBackend(store: store, clock: clock, operations: operations)
+        }
         // Listens and streams judge themselves again when rules change.
         // (Weakly: the rules outlive nothing here, and must not keep the store open.)
         rules.onChange { [weak documents, weak tree, weak rules] change in

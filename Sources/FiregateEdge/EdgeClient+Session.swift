@@ -54,7 +54,7 @@ extension EdgeClient {
         let previousUser = currentUser
         auth = next
         if currentUser != previousUser { switchMutationQueue(from: previousUser) }
-        if settings.persistence == .persistent { TreeCacheStorage(store: backend.store, clientID: id).saveAuth(auth?.json) }
+        if settings.persistence == .persistent { TreeCacheStorage(store: backend.edgeStore, clientID: id).saveAuth(auth?.json) }
     }
 
     /// The user changed: the old user's pending writes stop being visible and being sent; the

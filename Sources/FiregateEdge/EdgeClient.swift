@@ -70,7 +70,7 @@ public actor EdgeClient {
 
     private static func makeTree(id: String, backend: Backend, settings: ClientSettings, link: TreeSync.Link,
                                  restoring snapshot: TreeCacheStorage.Snapshot?) -> TreeSync {
-        TreeSync(clientID: id, backend: backend, storage: TreeCacheStorage(store: backend.store, clientID: id), namespace: settings.namespace,
+        TreeSync(clientID: id, backend: backend, storage: TreeCacheStorage(store: backend.edgeStore, clientID: id), namespace: settings.namespace,
                  persistent: settings.persistence == .persistent, clockOffsetMs: settings.clockOffsetMs,
                  cacheSizeBytes: settings.treeCacheSizeBytes, link: link, restoring: snapshot)
     }

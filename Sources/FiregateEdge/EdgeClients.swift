@@ -35,11 +35,11 @@ public final class EdgeClients: Sendable {
 
     /// A client with `id`'s saved settings, cache and queue, if it saved any.
     func makeClient(_ id: String) -> EdgeClient {
-        let storage = EdgeCacheStorage(store: backend.store, clientID: id)
+        let storage = EdgeCacheStorage(store: backend.edgeStore, clientID: id)
         var settings = ClientSettings(project: backend.defaultProject)
         let snapshot = try? storage.load()
         if let snapshot, let saved = try? ClientSettings.parse(snapshot.settings, over: settings) { settings = saved }
-        let treeSnapshot = (try? TreeCacheStorage(store: backend.store, clientID: id).load()).flatMap { $0.isEmpty ? nil : $0 }
+        let treeSnapshot = (try? TreeCacheStorage(store: backend.edgeStore, clientID: id).load()).flatMap { $0.isEmpty ? nil : $0 }
         let client = EdgeClient(id: id, backend: backend, settings: settings, storage: storage, restoring: snapshot, gcScheduler: gcScheduler,
                                 treeSnapshot: treeSnapshot)
         if snapshot != nil {
@@ -59,10 +59,10 @@ public final class EdgeClients: Sendable {
     public func replaceAll(with archives: [ClientArchive], reason: FiregateError) async throws {
         await removeAll(reason: reason)
         for archive in archives {
-            let storage = EdgeCacheStorage(store: backend.store, clientID: archive.id)
+            let storage = EdgeCacheStorage(store: backend.edgeStore, clientID: archive.id)
             if archive.settings.persistence == .persistent {
                 try await storage.save(archive.snapshot)
-                try await TreeCacheStorage(store: backend.store, clientID: archive.id).save(archive.tree)
+                try await TreeCacheStorage(store: backend.edgeStore, clientID: archive.id).save(archive.tree)
             }
             let client = EdgeClient(id: archive.id, backend: backend, settings: archive.settings, storage: storage, restoring: archive.snapshot,
                                     gcScheduler: gcScheduler, treeSnapshot: archive.tree)

@@ -1,6 +1,7 @@
 import FiregateBackend
 import FiregateEdge
 import FiregateModel
+import FiregatePostgres
 import Foundation
 import Hummingbird
 import HummingbirdCore
@@ -28,6 +29,15 @@ public struct ServerConfiguration: Sendable {
     public var tlsKeyPath: String?
     /// Off, every HTTP/1.1 request takes the full (Hummingbird) path: for tests that compare the two.
     public var fastPath = true
+    /// `--store`: a PostgreSQL URL keeps documents and the tree there (DESIGN §1.8); nil keeps
+    /// them in SQLite under `dataDirectory`.
+    public var store: String?
+    /// This replica's name among those sharing the PostgreSQL store (default host:port).
+    public var replicaID: String?
+    /// The URL other replicas reach this one at (default http://host:port).
+    public var advertise: String?
+    /// How long a replica's ownership of a scope lasts without renewal.
+    public var leaseSeconds = 10
 
     public init() {}
 }
@@ -54,8 +64,18 @@ public enum FiregateServer {
     /// load in the background: the server answers at once, and document requests wait for
     /// the load (`DocumentBackend.loaded()` says when it is done or failed).
     public static func openBackend(_ configuration: ServerConfiguration) async throws -> Backend {
-        try await Backend(directory: configuration.dataDirectory, defaultProject: configuration.project, extraMigrations: EdgeClients.migrations,
-                          loadInBackground: true)
+        guard let url = configuration.store else {
+            return try await Backend(directory: configuration.dataDirectory, defaultProject: configuration.project,
+                                     extraMigrations: EdgeClients.migrations, loadInBackground: true)
+        }
+        let postgres = try PostgresStore(location: try PostgresLocation(url),
+                                         replicaID: configuration.replicaID ?? "\(configuration.host):\(configuration.port)",
+                                         address: configuration.advertise ?? "http://\(configuration.host):\(configuration.port)",
+                                         leaseSeconds: configuration.leaseSeconds)
+        return try await Backend(directory: configuration.dataDirectory, defaultProject: configuration.project,
+                                 extraMigrations: EdgeClients.migrations, loadInBackground: true,
+                                 documentStorage: PostgresDocumentStorage(store: postgres), treeStorage: PostgresTreeStorage(store: postgres),
+                                 edgeStore: postgres)
     }
 
     public static func makeApplication(configuration: ServerConfiguration, backend: Backend,

@@ -2,6 +2,8 @@ import ArgumentParser
 import FiregateBackend
 import FiregateEdge
 import FiregateHTTP
+import FiregateModel
+import FiregatePostgres
 import Foundation
 import Logging
 
@@ -30,6 +32,18 @@ struct Serve: AsyncParsableCommand {
 
     @Flag(help: "Keep nothing on disk (env FIREGATE_IN_MEMORY=1).")
     var inMemory: Bool = ["1", "true", "yes"].contains((ProcessInfo.processInfo.environment["FIREGATE_IN_MEMORY"] ?? "").lowercased())
+
+    @Option(help: "postgresql://user@host:port/db or postgresql:///db?host=/socket/dir: keep documents and the tree in PostgreSQL (env FIREGATE_STORE).")
+    var store: String? = ProcessInfo.processInfo.environment["FIREGATE_STORE"].flatMap { $0.isEmpty ? nil : $0 }
+
+    @Option(help: "This replica's name on a shared PostgreSQL store (env FIREGATE_REPLICA_ID; default host:port).")
+    var replicaID: String? = ProcessInfo.processInfo.environment["FIREGATE_REPLICA_ID"]
+
+    @Option(help: "The URL other replicas reach this one at (env FIREGATE_ADVERTISE; default http://host:port).")
+    var advertise: String? = ProcessInfo.processInfo.environment["FIREGATE_ADVERTISE"]
+
+    @Option(help: "Seconds a replica owns a database or namespace without renewing (env FIREGATE_LEASE_SECONDS).")
+    var leaseSeconds: Int = Int(ProcessInfo.processInfo.environment["FIREGATE_LEASE_SECONDS"] ?? "") ?? 10
 
     @Option(help: "Default project id and tree namespace (env FIREGATE_PROJECT).")
     var project: String = ProcessInfo.processInfo.environment["FIREGATE_PROJECT"] ?? "demo-project"
@@ -77,6 +91,11 @@ struct Serve: AsyncParsableCommand {
         guard ["text", "json"].contains(logFormat.lowercased()) else { throw ValidationError("--log-format must be text or json") }
         guard (tlsCert == nil) == (tlsKey == nil) else { throw ValidationError("--tls-cert and --tls-key go together") }
         if let adminToken, adminToken.isEmpty { throw ValidationError("--admin-token must not be empty") }
+        if let store {
+            guard !inMemory else { throw ValidationError("--store and --in-memory go apart: --in-memory keeps nothing, --store keeps it in PostgreSQL") }
+            do { _ = try PostgresLocation(store) } catch { throw ValidationError(error.message) }
+        }
+        guard (2...3600).contains(leaseSeconds) else { throw ValidationError("--lease-seconds must be between 2 and 3600") }
     }
 
     func run() async throws {
@@ -96,7 +115,16 @@ struct Serve: AsyncParsableCommand {
         configuration.adminToken = adminToken
         configuration.tlsCertificatePath = tlsCert
         configuration.tlsKeyPath = tlsKey
-        let backend = try await FiregateServer.openBackend(configuration)
+        configuration.store = store
+        configuration.replicaID = replicaID
+        configuration.advertise = advertise
+        configuration.leaseSeconds = leaseSeconds
+        let backend: Backend
+        do {
+            backend = try await FiregateServer.openBackend(configuration)
+        } catch let error as FiregateError where store != nil {
+            throw StartupFailure(description: "The PostgreSQL store could not be opened: \(error.message)")
+        }
         let clients = EdgeClients(backend: backend)
         if let importPath {
             try await FiregateServer.importArchive(from: importPath, backend: backend, clients: clients)

@@ -3,7 +3,12 @@
 Set FIREGATE_URL to test a server that is already running; otherwise the binary named by
 FIREGATE_BIN (default: the release build, else the debug build) is started in memory on a
 free loopback port and stopped at the end.
+
+Set FIREGATE_TEST_STORE to a PostgreSQL URL (a database the tests may create others from) to
+run every server on PostgreSQL instead (`--store`): each server gets a database of its own,
+the same one again when it restarts on the same data directory.
 """
+import hashlib
 import os
 import socket
 import subprocess
@@ -39,7 +44,7 @@ def start_server(*extra_args, data_dir=None):
     https://127.0.0.1:PORT and /healthz is checked against CERT (a self-signed certificate)."""
     port = _free_port()
     args = [_binary(), "serve", "--host", "127.0.0.1", "--port", str(port), "--log-level", "warning"]
-    args += ["--data-dir", str(data_dir)] if data_dir else ["--in-memory"]
+    args += _storage_args(data_dir)
     args += [str(a) for a in extra_args]
     scheme, verify = "http", True
     if "--tls-cert" in args:
@@ -57,6 +62,34 @@ def start_server(*extra_args, data_dir=None):
             time.sleep(0.05)
     proc.kill()
     raise RuntimeError("firegate did not become healthy in 30 s")
+
+
+def postgres_store() -> str | None:
+    """The PostgreSQL URL the suite runs on (FIREGATE_TEST_STORE), or None for SQLite."""
+    return os.environ.get("FIREGATE_TEST_STORE") or None
+
+
+def postgres_database_url(data_dir) -> str:
+    """The database of the server on `data_dir` (FIREGATE_TEST_STORE mode), created if new."""
+    name = "fgt_" + hashlib.sha1(str(data_dir).encode()).hexdigest()[:20]
+    store = postgres_store()
+    exists = subprocess.run(["psql", store, "-Atqc", f"SELECT 1 FROM pg_database WHERE datname = '{name}'"],
+                            capture_output=True, text=True, check=True).stdout.strip()
+    if not exists:
+        subprocess.run(["psql", store, "-qc", f'CREATE DATABASE "{name}"'], capture_output=True, check=True)
+    head, _, query = store.partition("?")
+    return head[:head.index("/", head.index("//") + 2) + 1] + name + ("?" + query if query else "")
+
+
+def _storage_args(data_dir):
+    if not postgres_store():
+        return ["--data-dir", str(data_dir)] if data_dir else ["--in-memory"]
+    import tempfile
+    # One database per server; a restart on the same data directory finds its data again, as
+    # the same replica (so it takes its leases back at once).
+    data_dir = data_dir or tempfile.mkdtemp(prefix="fg-edge-")
+    replica = "r-" + hashlib.sha1(str(data_dir).encode()).hexdigest()[:8]
+    return ["--store", postgres_database_url(data_dir), "--data-dir", str(data_dir), "--replica-id", replica]
 
 
 def stop_server(proc):

@@ -7,7 +7,7 @@ import subprocess
 
 import requests
 
-from conftest import _binary as binary, _free_port as free_port, start_server, stop_server
+from conftest import _binary as binary, _free_port as free_port, _storage_args, postgres_database_url, postgres_store, start_server, stop_server
 from sse import SSEStream
 
 QUERY = json.dumps({"from": [{"collectionId": "c"}]})
@@ -54,9 +54,14 @@ def test_stored_documents_are_served_after_a_restart_and_an_unreadable_store_sto
     finally:
         stop_server(proc)
 
-    with sqlite3.connect(tmp_path / "firegate.sqlite") as db:
-        db.execute("UPDATE documents SET fields = ? WHERE path = 'c/d7'", (b"{not json",))
-    args = [binary(), "serve", "--host", "127.0.0.1", "--port", str(free_port()), "--data-dir", str(tmp_path)]
+    if postgres_store():
+        subprocess.run(["psql", postgres_database_url(tmp_path), "-qc",
+                        "UPDATE fg_documents SET fields = convert_to('{not json', 'UTF8') WHERE path = 'c/d7'"], check=True)
+        args = [binary(), "serve", "--host", "127.0.0.1", "--port", str(free_port()), *_storage_args(tmp_path)]
+    else:
+        with sqlite3.connect(tmp_path / "firegate.sqlite") as db:
+            db.execute("UPDATE documents SET fields = ? WHERE path = 'c/d7'", (b"{not json",))
+        args = [binary(), "serve", "--host", "127.0.0.1", "--port", str(free_port()), "--data-dir", str(tmp_path)]
     proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
         assert proc.wait(timeout=20) != 0, "a server whose documents cannot be loaded must stop"

@@ -396,7 +396,7 @@ public final class DocumentDatabase: Sendable {
         let record = CommitRecord(sequence: state.sequence, commitTime: commitTime, changes: changes)
         state.record(record)
         let feed = self.feed
-        storage.enqueue(DocumentPersistBatch(database: id, upserts: upserts, deletes: deletes, companion: companion)) { [self] outcome in
+        storage.enqueue(DocumentPersistBatch(database: id, upserts: upserts, deletes: deletes, companion: companion, commitTime: commitTime)) { [self] outcome in
             switch outcome {
             case .success:
                 feed.publish(record)
@@ -411,23 +411,31 @@ public final class DocumentDatabase: Sendable {
     /// After a batch failed to reach the disk, the memory holds a write that is not durable:
     /// refuse commits, reload the state from storage (after every batch queued so far), and end
     /// the listeners, whose view may have included the lost write.
+    /// A load that fails (the store unreachable) is tried again every second, the database
+    /// refusing commits meanwhile, so it comes back by itself once the store does.
     func recoverFromStorage() {
-        state.withLock { current in
-            guard !current.recovering else { return }
+        let start = state.withLock { current -> Bool in
+            guard !current.recovering else { return false }
             current.recovering = true
-            storage.enqueueLoad(id) { [self] result in
-                self.state.withLock { state in
-                    if case .success(let documents) = result {
-                        var fresh = DatabaseState()
-                        fresh.sequence = state.sequence + 1
-                        fresh.prunedThrough = clock.now()
-                        for document in documents { fresh.put(document) }
-                        state = fresh
-                    }
-                    state.recovering = false
-                }
-                feed.closeAll(FiregateError(.unavailable, "A write could not be made durable; the database was reloaded from storage. Listen again."))
+            return true
+        }
+        if start { reloadFromStorage() }
+    }
+
+    private func reloadFromStorage() {
+        storage.enqueueLoad(id) { [self] result in
+            guard case .success(let documents) = result else {
+                DispatchQueue.global().asyncAfter(deadline: .now() + 1) { self.reloadFromStorage() }
+                return
             }
+            self.state.withLock { state in
+                var fresh = DatabaseState()
+                fresh.sequence = state.sequence + 1
+                fresh.prunedThrough = clock.now()
+                for document in documents { fresh.put(document) }
+                state = fresh
+            }
+            feed.closeAll(FiregateError(.unavailable, "A write could not be made durable; the database was reloaded from storage. Listen again."))
         }
     }
 

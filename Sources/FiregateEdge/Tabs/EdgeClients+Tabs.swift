@@ -68,7 +68,7 @@ extension EdgeClients {
         for tab in shared.remove(persistence) { await persistence.close(tab) }
         await retire(persistence.engine, reason: nil)
         // Stored before this answers: a tab opening the key next must find nothing.
-        try? await EdgeCacheStorage(store: backend.store, clientID: EdgeClients.engineID(persistence.key)).flush()
+        try? await EdgeCacheStorage(store: backend.edgeStore, clientID: EdgeClients.engineID(persistence.key)).flush()
         backend.operations.record(.client(client: id, action: "persistenceCleared"))
     }
 

@@ -8,12 +8,16 @@ public struct DocumentPersistBatch: Sendable {
     public let deletes: [ResourcePath]
     /// Work of another component to make durable in the same transaction (see `CommitCompanion`).
     public let companion: (any CommitCompanion)?
+    /// The commit's time (a commit log records it; nil for a batch that changes no document).
+    public let commitTime: Timestamp?
 
-    public init(database: DatabaseID, upserts: [Document], deletes: [ResourcePath], companion: (any CommitCompanion)? = nil) {
+    public init(database: DatabaseID, upserts: [Document], deletes: [ResourcePath], companion: (any CommitCompanion)? = nil,
+                commitTime: Timestamp? = nil) {
         self.database = database
         self.upserts = upserts
         self.deletes = deletes
         self.companion = companion
+        self.commitTime = commitTime
     }
 }
 

@@ -1,0 +1,100 @@
+import FiregateModel
+import FiregateStore
+import Foundation
+import PostgresNIO
+
+/// `DocumentStorage` in PostgreSQL: rows of `fg_documents` under the database's scope, written
+/// by the store's fenced commit (one statement per run of batches, with the log rows).
+public struct PostgresDocumentStorage: DocumentStorage {
+    let store: PostgresStore
+
+    public init(store: PostgresStore) {
+        self.store = store
+    }
+
+    public func loadAll() throws -> [(DatabaseID, Document)] {
+        try store.read { session throws(FiregateError) -> [(DatabaseID, Document)] in
+            for row in try session.query("SELECT scope, seq FROM fg_heads WHERE scope LIKE 'd:%'").rows {
+                if let (scope, seq) = try? row.decode((String, Int64).self) { store.leases.loaded(scope, seq: seq) }
+            }
+            var result: [(DatabaseID, Document)] = []
+            for row in try session.query("SELECT scope, path, fields, create_us, update_us FROM fg_documents WHERE scope LIKE 'd:%'").rows {
+                let (scope, path, fields, created, updated) = try decode(row, (String, String, ByteBuffer, Int64, Int64).self)
+                guard let database = PostgresStore.database(ofScope: scope) else { continue }
+                result.append((database, try PostgresDocumentStorage.document(path, fields, created, updated)))
+            }
+            return result
+        }
+    }
+
+    public func enqueue(_ batch: DocumentPersistBatch, onDurable: @escaping @Sendable (Result<Void, any Error>) -> Void) {
+        store.queue.enqueue(.documents(batch, onDurable))
+    }
+
+    public func enqueueClear(_ database: DatabaseID, onDurable: @escaping @Sendable (Result<Void, any Error>) -> Void) {
+        let scope = PostgresStore.scope(database)
+        store.queue.enqueue(.alone { store in
+            onDurable(Result { () throws(FiregateError) in try store.clear(scope) })
+        })
+    }
+
+    public func enqueueLoad(_ database: DatabaseID, completion: @escaping @Sendable (Result<[Document], any Error>) -> Void) {
+        let scope = PostgresStore.scope(database)
+        store.queue.enqueue(.alone { store in
+            completion(Result { () throws(FiregateError) -> [Document] in
+                try store.read { session throws(FiregateError) -> [Document] in
+                    let head = try session.query("SELECT seq FROM fg_heads WHERE scope = \(scope)").rows.first
+                    store.leases.loaded(scope, seq: (try? head?.decode(Int64.self)) ?? 0)
+                    var documents: [Document] = []
+                    for row in try session.query("SELECT path, fields, create_us, update_us FROM fg_documents WHERE scope = \(scope)").rows {
+                        let (path, fields, created, updated) = try decode(row, (String, ByteBuffer, Int64, Int64).self)
+                        documents.append(try PostgresDocumentStorage.document(path, fields, created, updated))
+                    }
+                    return documents
+                }
+            })
+        })
+    }
+
+    static func document(_ path: String, _ fields: ByteBuffer, _ created: Int64, _ updated: Int64) throws(FiregateError) -> Document {
+        let json: JSON
+        do {
+            json = try JSONParser.parse(fields.readableBytesView)
+        } catch {
+            throw FiregateError(.dataLoss, "The stored document \(path) is not valid JSON: \(error)")
+        }
+        return Document(path: ResourcePath(ResourcePath.segments(of: PostgresText.loaded(path))), fields: try Value.parseFields(json),
+                        createTime: Timestamp(microseconds: created), updateTime: Timestamp(microseconds: updated))
+    }
+}
+
+/// A row's columns, or INTERNAL naming the mismatch (a schema this code does not know).
+func decode<each T: PostgresDecodable>(_ row: PostgresRow, _ type: (repeat each T).Type) throws(FiregateError) -> (repeat each T) {
+    do {
+        return try row.decode(type)
+    } catch {
+        throw FiregateError(.internal, "A PostgreSQL row did not have the expected columns: \(error)")
+    }
+}
+
+extension PostgresStore {
+    /// Deletes every document of `scope`, fenced and logged like a commit.
+    func clear(_ scope: String) throws(FiregateError) {
+        if leases.hold(scope).epoch == nil { try acquire(scope) }
+        let hold = leases.hold(scope)
+        let now = Int64(Date().timeIntervalSince1970 * 1_000_000)
+        let body = ByteBuffer(bytes: JSONWriter.bytes(.object(["clear": .bool(true)])))
+        let rows = try writer.query("""
+            WITH h AS (UPDATE fg_heads SET seq = seq + 1, commit_us = \(now)
+                       WHERE scope = \(scope) AND owner = \(replicaID) AND owner_epoch = \(hold.epoch ?? -1) AND seq = \(hold.seq) RETURNING seq),
+            d AS (DELETE FROM fg_documents WHERE scope = \(scope) AND EXISTS (SELECT 1 FROM h)),
+            l AS (INSERT INTO fg_log (scope, seq, commit_us, body) SELECT \(scope), h.seq, \(now), \(body) FROM h)
+            SELECT seq FROM h
+            """).rows
+        guard let seq = try? rows.first?.decode(Int64.self) else {
+            leases.lost(scope)
+            throw FiregateError(.unavailable, "Replica \(replicaID) no longer owns \(scope); the database was not cleared. Retry.")
+        }
+        leases.committed(scope, seq: seq)
+    }
+}

@@ -1,0 +1,158 @@
+import FiregateModel
+import Foundation
+import Logging
+import PostgresNIO
+import Synchronization
+
+/// One replica's PostgreSQL store (`--store postgresql://…`): the documents, the tree and the
+/// commit log in the tables of `PostgresSchema`, written by one ordered commit queue.
+///
+/// Every scope a replica writes is owned through a lease with a fencing epoch (`ScopeLeases`):
+/// each commit checks, in its own statement, that this replica still holds the scope at the
+/// epoch it acquired and that the log's head is where its memory is. A replica that lost the
+/// scope (paused past its lease, another took over) writes nothing and its commit fails
+/// UNAVAILABLE; the engine then reloads the scope from the store.
+public final class PostgresStore: Sendable {
+    public let location: PostgresLocation
+    /// This replica's name in `fg_heads.owner` and `fg_replicas`.
+    public let replicaID: String
+    public let leaseSeconds: Int
+    let logger: Logger
+    /// Used by the commit queue's thread only (its transactions must not interleave).
+    let writer: PostgresSession
+    /// Loads, one at a time (`readLock`), in their own snapshot.
+    let reader: PostgresSession
+    private let readLock = NSLock()
+    /// Lease renewal and the replica's heartbeat.
+    private let keeper: PostgresSession
+    let leases: ScopeLeases
+    let queue: PostgresCommitQueue
+    /// Renews the leases (see `startRenewal`): set at the end of `init`, cancelled by `close`.
+    /// (A dispatch source must be resumed before it is released, so none exists until then.)
+    private nonisolated(unsafe) var renewal: DispatchSourceTimer?
+
+    /// Connects, migrates the schema and registers the replica. Throws UNAVAILABLE (with the
+    /// location, never its password) when PostgreSQL cannot be reached.
+    public init(location: PostgresLocation, replicaID: String, address: String, leaseSeconds: Int = 10,
+                logger: Logger = Logger(label: "firegate.postgres")) throws(FiregateError) {
+        guard leaseSeconds >= 2 else { throw .invalidArgument("--lease-seconds must be at least 2.") }
+        self.location = location
+        self.replicaID = replicaID
+        self.leaseSeconds = leaseSeconds
+        self.logger = logger
+        writer = PostgresSession(location: location, logger: logger)
+        reader = PostgresSession(location: location, logger: logger)
+        keeper = PostgresSession(location: location, logger: logger)
+        leases = ScopeLeases(replicaID: replicaID, leaseSeconds: leaseSeconds)
+        queue = PostgresCommitQueue()
+        try PostgresSchema.migrate(writer)
+        try keeper.query("""
+            INSERT INTO fg_replicas (replica, address, heartbeat_at) VALUES (\(replicaID), \(address), now())
+            ON CONFLICT (replica) DO UPDATE SET address = excluded.address, started_at = now(), heartbeat_at = now()
+            """)
+        queue.start(store: self)
+        startRenewal()
+    }
+
+    /// Reads in one snapshot (REPEATABLE READ), one load at a time.
+    func read<T>(_ body: (PostgresSession) throws(FiregateError) -> T) throws(FiregateError) -> T {
+        readLock.lock()
+        defer { readLock.unlock() }
+        return try reader.transaction(isolation: "REPEATABLE READ READ ONLY") { () throws(FiregateError) -> T in try body(reader) }
+    }
+
+    /// Renews this replica's leases and heartbeat every third of the lease. A renewal that
+    /// finds a scope no longer held at its epoch forgets the hold (the next commit acquires
+    /// again, and fails if another replica wrote meanwhile); one that cannot reach PostgreSQL
+    /// for half the lease forgets every hold, so this replica stops writing on its own.
+    private func startRenewal() {
+        let timer = DispatchSource.makeTimerSource(queue: DispatchQueue(label: "firegate.postgres.leases"))
+        let interval = max(0.5, Double(leaseSeconds) / 3)
+        timer.schedule(deadline: .now() + interval, repeating: interval)
+        let lastRenewed = Mutex(ContinuousClock.now)
+        timer.setEventHandler { [weak self] in
+            guard let self else { return }
+            do {
+                try keeper.query("UPDATE fg_replicas SET heartbeat_at = now() WHERE replica = \(replicaID)")
+                let rows = try keeper.query("""
+                    UPDATE fg_heads SET lease_until = now() + make_interval(secs => \(leaseSeconds))
+                    WHERE owner = \(replicaID) RETURNING scope, owner_epoch
+                    """).rows
+                var held: [String: Int64] = [:]
+                for row in rows { if let (scope, epoch) = try? row.decode((String, Int64).self) { held[scope] = epoch } }
+                leases.confirm(held)
+                lastRenewed.withLock { $0 = .now }
+            } catch {
+                let silent = lastRenewed.withLock { ContinuousClock.now - $0 }
+                if silent > .seconds(Double(leaseSeconds) / 2) { leases.forgetAll() }
+                logger.warning("PostgreSQL lease renewal failed: \(error)")
+            }
+        }
+        timer.resume()
+        renewal = timer
+    }
+
+    /// Stops renewing (the leases then run out) and closes the connections.
+    public func close() {
+        renewal?.cancel()
+        queue.stop()
+        writer.close()
+        reader.close()
+        keeper.close()
+    }
+
+    /// The scope of a document database.
+    static func scope(_ database: DatabaseID) -> String { PostgresText.stored("d:\(database.project)/\(database.database)") }
+    /// The scope of a tree namespace.
+    static func scope(namespace: String) -> String { PostgresText.stored("t:\(namespace)") }
+
+    static func database(ofScope stored: String) -> DatabaseID? {
+        let scope = PostgresText.loaded(stored)
+        guard scope.hasPrefix("d:") else { return nil }
+        let parts = scope.dropFirst(2).split(separator: "/", maxSplits: 1)
+        guard parts.count == 2 else { return nil }
+        return DatabaseID(project: String(parts[0]), database: String(parts[1]))
+    }
+}
+
+/// Which scopes this replica holds, at which epoch, and the log head its memory reflects.
+final class ScopeLeases: Sendable {
+    struct Hold: Sendable {
+        var epoch: Int64?
+        /// The `seq` of the last commit the engine's memory holds (from a load or our commit).
+        var seq: Int64 = 0
+    }
+
+    let replicaID: String
+    let leaseSeconds: Int
+    private let holds = Mutex<[String: Hold]>([:])
+
+    init(replicaID: String, leaseSeconds: Int) {
+        self.replicaID = replicaID
+        self.leaseSeconds = leaseSeconds
+    }
+
+    func hold(_ scope: String) -> Hold { holds.withLock { $0[scope] ?? Hold() } }
+
+    /// The engine's memory now reflects the log up to `seq` (after a load).
+    func loaded(_ scope: String, seq: Int64) { holds.withLock { $0[scope, default: Hold()].seq = seq } }
+
+    func acquired(_ scope: String, epoch: Int64) { holds.withLock { $0[scope, default: Hold()].epoch = epoch } }
+
+    func committed(_ scope: String, seq: Int64) { holds.withLock { $0[scope, default: Hold()].seq = seq } }
+
+    /// Forgets the epoch of `scope` (lost, or fenced off); its memory's `seq` stays.
+    func lost(_ scope: String) { holds.withLock { $0[scope]?.epoch = nil } }
+
+    func forgetAll() { holds.withLock { for key in $0.keys { $0[key]?.epoch = nil } } }
+
+    /// After a renewal: keeps the holds PostgreSQL still shows at the same epoch.
+    func confirm(_ renewed: [String: Int64]) {
+        holds.withLock { holds in
+            for (scope, hold) in holds where hold.epoch != nil && renewed[scope] != hold.epoch { holds[scope]?.epoch = nil }
+        }
+    }
+
+    /// The scopes held now, with their epochs (for the status route and tests).
+    var held: [String: Int64] { holds.withLock { $0.compactMapValues(\.epoch) } }
+}

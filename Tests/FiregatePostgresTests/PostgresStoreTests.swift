@@ -1,0 +1,161 @@
+@testable import FiregatePostgres
+import FiregateModel
+import PostgresNIO
+import FiregateStore
+import Synchronization
+import XCTest
+
+/// The store against a real PostgreSQL: what a commit writes, what a reopened store loads, and
+/// the fence that keeps a replica that lost a scope from writing it.
+final class PostgresStoreTests: XCTestCase {
+    private let db = DatabaseID(project: "p", database: "(default)")
+
+    private func document(_ path: String, _ n: Int64) -> Document {
+        let now = Timestamp(microseconds: Int64(Date().timeIntervalSince1970 * 1_000_000))
+        return Document(path: ResourcePath(ResourcePath.segments(of: path)), fields: ["n": .integer(n)], createTime: now, updateTime: now)
+    }
+
+    private func commit(_ storage: PostgresDocumentStorage, upserts: [Document], deletes: [ResourcePath] = []) async -> Result<Void, any Error> {
+        await withCheckedContinuation { continuation in
+            storage.enqueue(DocumentPersistBatch(database: db, upserts: upserts, deletes: deletes)) { continuation.resume(returning: $0) }
+        }
+    }
+
+    private func status(_ result: Result<Void, any Error>) -> Status? {
+        if case .failure(let error) = result { return (error as? FiregateError)?.status ?? .unknown }
+        return nil
+    }
+
+    func testCommittedDocumentsAndTreeRowsAreThereForTheNextStoreWithALogRowEach() async throws {
+        let database = try TestDatabase()
+        let first = try database.store("r1")
+        let documents = PostgresDocumentStorage(store: first)
+        let outcome1 = await commit(documents, upserts: [document("c/a", 1), document("c/b", 2)])
+        XCTAssertNil(status(outcome1))
+        let outcome2 = await commit(documents, upserts: [document("c/a", 3)], deletes: [ResourcePath(["c", "b"])])
+        XCTAssertNil(status(outcome2))
+        let tree = PostgresTreeStorage(store: first)
+        try await tree.commit([TreeStorageBatch(namespace: "ns", operations: [
+            .putRow(TreeStorageRow(path: "x/y", value: "1", priority: nil)), .putRow(TreeStorageRow(path: "x/z", value: "\"s\"", priority: "2")),
+        ])])
+        try await tree.commit([TreeStorageBatch(namespace: "ns", operations: [.deleteSubtree("x/y")])])
+        first.close()
+
+        let second = try database.store("r1")
+        defer { second.close() }
+        let loaded = try PostgresDocumentStorage(store: second).loadAll()
+        XCTAssertEqual(loaded.map(\.1.path.canonical), ["c/a"])
+        XCTAssertEqual(loaded.first?.1.fields["n"], .integer(3))
+        XCTAssertEqual(try PostgresTreeStorage(store: second).loadRows(namespace: "ns"), [TreeStorageRow(path: "x/z", value: "\"s\"", priority: "2")])
+        XCTAssertEqual(try PostgresTreeStorage(store: second).namespaces(), ["ns"])
+        XCTAssertEqual(try database.sql("SELECT scope, seq::text FROM fg_log ORDER BY scope, seq"),
+                       [["d:p/(default)", "1"], ["d:p/(default)", "2"], ["t:ns", "1"], ["t:ns", "2"]])
+        // The reopened store continues the log where it was.
+        let outcome3 = await commit(PostgresDocumentStorage(store: second), upserts: [document("c/c", 4)])
+        XCTAssertNil(status(outcome3))
+        XCTAssertEqual(try database.sql("SELECT max(seq)::text FROM fg_log WHERE scope = 'd:p/(default)'"), [["3"]])
+    }
+
+    func testAReplicaCannotWriteAScopeAnotherLiveReplicaOwns() async throws {
+        let database = try TestDatabase()
+        let a = try database.store("a"), b = try database.store("b")
+        defer { a.close(); b.close() }
+        let outcome4 = await commit(PostgresDocumentStorage(store: a), upserts: [document("c/a", 1)])
+        XCTAssertNil(status(outcome4))
+        let refused = await commit(PostgresDocumentStorage(store: b), upserts: [document("c/a", 2)])
+        XCTAssertEqual(status(refused), .unavailable)
+        XCTAssertEqual(try database.sql("SELECT convert_from(fields, 'UTF8') FROM fg_documents"), [[#"{"n":{"integerValue":"1"}}"#]])
+    }
+
+    func testAnOwnerWhoseLeaseWasTakenOverWritesNothingAndReloadsBeforeWritingAgain() async throws {
+        let database = try TestDatabase()
+        let a = try database.store("a"), b = try database.store("b")
+        defer { a.close(); b.close() }
+        let aDocuments = PostgresDocumentStorage(store: a), bDocuments = PostgresDocumentStorage(store: b)
+        let outcome5 = await commit(aDocuments, upserts: [document("c/a", 1)])
+        XCTAssertNil(status(outcome5))
+        // A is paused past its lease (as SIGSTOP would): its lease runs out and B takes over.
+        try database.sql("UPDATE fg_heads SET lease_until = now() - interval '1 second'")
+        _ = try bDocuments.loadAll()
+        let outcome6 = await commit(bDocuments, upserts: [document("c/a", 2)])
+        XCTAssertNil(status(outcome6))
+        XCTAssertEqual(try database.sql("SELECT owner, owner_epoch::text, seq::text FROM fg_heads"), [["b", "2", "2"]])
+
+        // A wakes up and commits with the epoch it had: fenced, nothing written.
+        let stale = await commit(aDocuments, upserts: [document("c/a", 99), document("c/z", 99)])
+        XCTAssertEqual(status(stale), .unavailable)
+        XCTAssertEqual(try database.sql("SELECT path, convert_from(fields, 'UTF8') FROM fg_documents"), [["c/a", #"{"n":{"integerValue":"2"}}"#]])
+        XCTAssertEqual(try database.sql("SELECT seq::text FROM fg_log ORDER BY seq"), [["1"], ["2"]])
+
+        // B's lease runs out too: A may take the scope, but its memory is behind the log, so it
+        // must reload before it writes.
+        try database.sql("UPDATE fg_heads SET lease_until = now() - interval '1 second'")
+        let outcome7 = await commit(aDocuments, upserts: [document("c/a", 5)])
+        XCTAssertEqual(status(outcome7), .unavailable)
+        let reloaded = await withCheckedContinuation { continuation in
+            aDocuments.enqueueLoad(db) { continuation.resume(returning: $0) }
+        }
+        XCTAssertEqual(try reloaded.get().first?.fields["n"], .integer(2))
+        let outcome8 = await commit(aDocuments, upserts: [document("c/a", 5)])
+        XCTAssertNil(status(outcome8))
+        XCTAssertEqual(try database.sql("SELECT owner, seq::text FROM fg_heads"), [["a", "3"]])
+    }
+
+    func testClearIsFencedAndLogged() async throws {
+        let database = try TestDatabase()
+        let a = try database.store("a")
+        defer { a.close() }
+        let documents = PostgresDocumentStorage(store: a)
+        let outcome9 = await commit(documents, upserts: [document("c/a", 1)])
+        XCTAssertNil(status(outcome9))
+        let cleared = await withCheckedContinuation { continuation in documents.enqueueClear(db) { continuation.resume(returning: $0) } }
+        XCTAssertNil(status(cleared))
+        XCTAssertEqual(try database.sql("SELECT count(*)::text FROM fg_documents"), [["0"]])
+        XCTAssertEqual(try database.sql("SELECT seq::text, convert_from(body, 'UTF8') FROM fg_log ORDER BY seq").last, ["2", #"{"clear":true}"#])
+    }
+
+    func testASecondReplicaStartingOnTheSameDatabaseFindsTheSchemaInPlace() throws {
+        let database = try TestDatabase()
+        let a = try database.store("a")
+        let b = try database.store("b")
+        a.close(); b.close()
+        XCTAssertEqual(try database.sql("SELECT id FROM fg_migrations ORDER BY id"), PostgresSchema.steps.map { [$0.id] })
+        XCTAssertEqual(try database.sql("SELECT replica FROM fg_replicas ORDER BY replica"), [["a"], ["b"]])
+    }
+
+    func testAnEdgeClientsCacheComesBackAndAQueuedBatchLeavesInTheCommitThatAppliesIt() async throws {
+        let database = try TestDatabase()
+        let store = try database.store("a")
+        let cache = EdgeCacheStorage(store: store, clientID: "phone\u{0}1")
+        cache.saveSettings(["project": "p"])
+        cache.saveDocument(ResourcePath(["c", "a"]), found: document("c/a", 1), committed: true, version: Timestamp(microseconds: 5), sequenceNumber: 3)
+        cache.saveTargetPosition(.init(query: "q1", sequenceNumber: 4, synced: true, targetID: 2, resumeToken: "t", snapshotVersion: Timestamp(microseconds: 9)),
+                                 documents: { [ResourcePath(["c", "a"])] })
+        let saved = await withCheckedContinuation { continuation in
+            cache.saveMutation(id: 7, localWriteTime: Timestamp(microseconds: 11), writes: .array([]), uid: "u1") { continuation.resume(returning: $0) }
+        }
+        XCTAssertNil(status(saved))
+        TreeCacheStorage(store: store, clientID: "phone\u{0}1").applyCache([.putRow(TreeStorageRow(path: "x", value: "1", priority: nil))])
+        // The batch leaves the queue with the commit that applies it.
+        let applied = await withCheckedContinuation { continuation in
+            PostgresDocumentStorage(store: store).enqueue(DocumentPersistBatch(database: db, upserts: [document("c/b", 2)], deletes: [],
+                                                                                companion: cache.mutationRemoval(id: 7))) { continuation.resume(returning: $0) }
+        }
+        XCTAssertNil(status(applied))
+        try await cache.flush()
+        store.close()
+
+        let reopened = try database.store("a")
+        defer { reopened.close() }
+        let snapshot = try XCTUnwrap(try EdgeCacheStorage(store: reopened, clientID: "phone\u{0}1").load())
+        XCTAssertEqual(snapshot.settings, ["project": "p"])
+        XCTAssertEqual(snapshot.documents.map(\.path.canonical), ["c/a"])
+        XCTAssertEqual(snapshot.documents.first?.sequenceNumber, 3)
+        XCTAssertEqual(snapshot.targets.map(\.query), ["q1"])
+        XCTAssertEqual(snapshot.targets.first?.documents, [ResourcePath(["c", "a"])])
+        XCTAssertEqual(snapshot.targets.first?.resumeToken, "t")
+        XCTAssertTrue(snapshot.mutations.isEmpty, "the applied batch is gone from the queue")
+        XCTAssertEqual(try TreeCacheStorage(store: reopened, clientID: "phone\u{0}1").load().rows, [TreeStorageRow(path: "x", value: "1", priority: nil)])
+        XCTAssertNil(try EdgeCacheStorage(store: reopened, clientID: "other").load())
+    }
+}
