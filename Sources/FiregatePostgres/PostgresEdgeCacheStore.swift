@@ -63,6 +63,7 @@ extension PostgresStore: EdgeCacheStore {
                 }
             }
         }
+        if case .failure(let error) = result { logger.warning("An edge client's cache write failed: \(error)") }
         for case .edge(_, _, let completion) in units { completion?(result.mapError { $0 }) }
     }
 

@@ -151,6 +151,8 @@ struct Serve: AsyncParsableCommand {
             }
             while try await group.next() != nil {}
         }
+        // Cache writes of persistent edge clients are queued without waiting: let them land.
+        try? await backend.edgeStore.flush()
         if let exportOnExit {
             try await FiregateServer.exportArchive(to: exportOnExit, backend: backend, clients: clients)
         }
