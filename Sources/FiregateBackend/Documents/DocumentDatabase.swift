@@ -229,7 +229,7 @@ public final class DocumentDatabase: Sendable {
             do {
                 try await signal.wait()
             } catch {
-                throw .internal("The commit could not be made durable: \(error)")
+                throw DocumentDatabase.notDurable(error, "commit")
             }
             return result
         }
@@ -241,7 +241,7 @@ public final class DocumentDatabase: Sendable {
             signal.onComplete { outcome in
                 switch outcome {
                 case .success: body(.success(result))
-                case .failure(let error): body(.failure(.internal("The commit could not be made durable: \(error)")))
+                case .failure(let error): body(.failure(DocumentDatabase.notDurable(error, "commit")))
                 }
             }
         }
@@ -280,7 +280,7 @@ public final class DocumentDatabase: Sendable {
         do {
             try await signal.wait()
         } catch {
-            throw .internal("The commit could not be made durable: \(error)")
+            throw DocumentDatabase.notDurable(error, "commit")
         }
         return result
     }
@@ -314,7 +314,7 @@ public final class DocumentDatabase: Sendable {
                     try await signal.wait()
                     results.append(.success(result))
                 } catch {
-                    results.append(.failure(.internal("The write could not be made durable: \(error)")))
+                    results.append(.failure(DocumentDatabase.notDurable(error, "write")))
                 }
             case .failure(let error):
                 results.append(.failure(error))
@@ -406,37 +406,6 @@ public final class DocumentDatabase: Sendable {
             signal.complete(outcome)
         }
         return (result, signal)
-    }
-
-    /// After a batch failed to reach the disk, the memory holds a write that is not durable:
-    /// refuse commits, reload the state from storage (after every batch queued so far), and end
-    /// the listeners, whose view may have included the lost write.
-    /// A load that fails (the store unreachable) is tried again every second, the database
-    /// refusing commits meanwhile, so it comes back by itself once the store does.
-    func recoverFromStorage() {
-        let start = state.withLock { current -> Bool in
-            guard !current.recovering else { return false }
-            current.recovering = true
-            return true
-        }
-        if start { reloadFromStorage() }
-    }
-
-    private func reloadFromStorage() {
-        storage.enqueueLoad(id) { [self] result in
-            guard case .success(let documents) = result else {
-                DispatchQueue.global().asyncAfter(deadline: .now() + 1) { self.reloadFromStorage() }
-                return
-            }
-            self.state.withLock { state in
-                var fresh = DatabaseState()
-                fresh.sequence = state.sequence + 1
-                fresh.prunedThrough = clock.now()
-                for document in documents { fresh.put(document) }
-                state = fresh
-            }
-            feed.closeAll(FiregateError(.unavailable, "A write could not be made durable; the database was reloaded from storage. Listen again."))
-        }
     }
 
     /// Deletes every document; open listeners end with `error`.

@@ -1,0 +1,47 @@
+import FiregateModel
+import FiregateStore
+import Foundation
+
+/// What a database does when its storage fails a batch.
+extension DocumentDatabase {
+    /// A storage failure as the writer sees it: UNAVAILABLE when the store says so (PostgreSQL
+    /// unreachable, or this replica does not own the database now), so clients retry; INTERNAL
+    /// otherwise.
+    static func notDurable(_ error: any Error, _ what: String) -> FiregateError {
+        if let error = error as? FiregateError, error.status == .unavailable {
+            return FiregateError(.unavailable, "The \(what) could not be made durable: \(error.message)")
+        }
+        return .internal("The \(what) could not be made durable: \(error)")
+    }
+
+    /// After a batch failed to reach the disk, the memory holds a write that is not durable:
+    /// refuse commits, reload the state from storage (after every batch queued so far), and end
+    /// the listeners, whose view may have included the lost write.
+    /// A load that fails (the store unreachable) is tried again every second, the database
+    /// refusing commits meanwhile, so it comes back by itself once the store does.
+    func recoverFromStorage() {
+        let start = state.withLock { current -> Bool in
+            guard !current.recovering else { return false }
+            current.recovering = true
+            return true
+        }
+        if start { reloadFromStorage() }
+    }
+
+    private func reloadFromStorage() {
+        storage.enqueueLoad(id) { [self] result in
+            guard case .success(let documents) = result else {
+                DispatchQueue.global().asyncAfter(deadline: .now() + 1) { self.reloadFromStorage() }
+                return
+            }
+            self.state.withLock { state in
+                var fresh = DatabaseState()
+                fresh.sequence = state.sequence + 1
+                fresh.prunedThrough = clock.now()
+                for document in documents { fresh.put(document) }
+                state = fresh
+            }
+            feed.closeAll(FiregateError(.unavailable, "A write could not be made durable; the database was reloaded from storage. Listen again."))
+        }
+    }
+}

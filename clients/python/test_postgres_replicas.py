@@ -1,0 +1,97 @@
+"""Two replicas on one PostgreSQL store (DESIGN §1.8), as far as they go today: each database is
+written by one owner under a lease; another replica's write is refused UNAVAILABLE while the
+owner lives; a paused owner loses its lease, another replica takes the database over within the
+lease and 2 s, and the old owner, resumed, is fenced off: it writes nothing.
+
+Runs when the suite runs on PostgreSQL (FIREGATE_TEST_STORE)."""
+import os
+import signal
+import subprocess
+import time
+import uuid
+
+import pytest
+import requests
+
+from conftest import _binary, _free_port, postgres_database_url, postgres_store, stop_server
+
+pytestmark = pytest.mark.skipif(not postgres_store(), reason="needs FIREGATE_TEST_STORE (the suite on PostgreSQL)")
+
+LEASE = 2
+
+
+def _replica(url, name, data_dir):
+    port = _free_port()
+    proc = subprocess.Popen([_binary(), "serve", "--host", "127.0.0.1", "--port", str(port), "--log-level", "warning",
+                             "--store", url, "--data-dir", str(data_dir), "--replica-id", name, "--lease-seconds", str(LEASE)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    base = f"http://127.0.0.1:{port}"
+    deadline = time.time() + 30
+    while time.time() < deadline:
+        assert proc.poll() is None, proc.stderr.read().decode()
+        try:
+            if requests.get(base + "/healthz", timeout=1).status_code == 200:
+                return proc, base
+        except requests.ConnectionError:
+            time.sleep(0.05)
+    raise AssertionError("replica did not start")
+
+
+def _write(base, project, n):
+    return requests.patch(f"{base}/v1/projects/{project}/databases/(default)/documents/c/d",
+                          json={"fields": {"n": {"integerValue": str(n)}}}, timeout=10)
+
+
+def _stored(url, project):
+    return subprocess.run(["psql", url, "-Atc", f"SELECT convert_from(fields, 'UTF8') FROM fg_documents WHERE scope = 'd:{project}/(default)'"],
+                          capture_output=True, text=True, check=True).stdout.strip()
+
+
+def test_one_owner_a_paused_owner_is_fenced_off_and_another_takes_over(tmp_path):
+    url = postgres_database_url(tmp_path / "shared")
+    project = "p-" + uuid.uuid4().hex[:8]
+    a, a_base = _replica(url, "a", tmp_path / "a")
+    b, b_base = _replica(url, "b", tmp_path / "b")
+    try:
+        assert _write(a_base, project, 1).status_code == 200
+        assert requests.put(f"{a_base}/x.json", params={"ns": project}, json=1, timeout=10).status_code == 200
+        tree_refused = requests.put(f"{b_base}/x.json", params={"ns": project}, json=2, timeout=10)
+        assert tree_refused.status_code == 503 and "owned by replica a" in tree_refused.json()["error"], tree_refused.text
+        refused = _write(b_base, project, 2)
+        assert refused.status_code == 503, refused.text
+        assert refused.json()["error"]["status"] == "UNAVAILABLE"
+        assert "owned by replica a" in refused.json()["error"]["message"]
+        assert _stored(url, project) == '{"n":{"integerValue":"1"}}'
+
+        a.send_signal(signal.SIGSTOP)
+        stopped = time.monotonic()
+        while True:
+            r = _write(b_base, project, 3)
+            if r.status_code == 200:
+                break
+            assert r.status_code == 503, r.text
+            assert time.monotonic() - stopped < LEASE + 2, f"B could not take over within the lease + 2 s: {r.text}"
+            time.sleep(0.1)
+        took_over = time.monotonic() - stopped
+        while (r := requests.put(f"{b_base}/x.json", params={"ns": project}, json=3, timeout=10)).status_code != 200:
+            assert r.status_code == 503 and time.monotonic() - stopped < LEASE + 2, r.text
+            time.sleep(0.1)
+        assert requests.get(f"{b_base}/x.json", params={"ns": project}, timeout=10).json() == 3
+        assert _stored(url, project) == '{"n":{"integerValue":"3"}}'
+        got = requests.get(f"{b_base}/v1/projects/{project}/databases/(default)/documents/c/d", timeout=10).json()
+        assert got["fields"]["n"] == {"integerValue": "3"}
+
+        # The old owner wakes up and writes with the epoch it had: refused, nothing stored.
+        a.send_signal(signal.SIGCONT)
+        stale = _write(a_base, project, 99)
+        assert stale.status_code == 503, stale.text
+        assert stale.json()["error"]["status"] == "UNAVAILABLE"
+        assert _stored(url, project) == '{"n":{"integerValue":"3"}}'
+        tree_stale = requests.put(f"{a_base}/x.json", params={"ns": project}, json=99, timeout=10)
+        assert tree_stale.status_code == 503, tree_stale.text
+        assert requests.get(f"{b_base}/x.json", params={"ns": project}, timeout=10).json() == 3
+        print(f"  B took the database over {took_over:.2f} s after A was paused (lease {LEASE} s)")
+    finally:
+        a.send_signal(signal.SIGCONT)
+        stop_server(a)
+        stop_server(b)
