@@ -27,6 +27,15 @@ public struct PostgresDocumentStorage: DocumentStorage {
         }
     }
 
+    public func loadDatabase(_ id: DatabaseID) throws -> [Document] {
+        let scope = PostgresStore.scope(id)
+        return try store.read { session throws(FiregateError) -> [Document] in try store.loadScope(scope, session) }
+    }
+
+    public func follow(_ apply: @escaping @Sendable (DatabaseID, ReplicatedDocumentChange) -> Void) {
+        store.tail.follow(documents: apply)
+    }
+
     public func enqueue(_ batch: DocumentPersistBatch, onDurable: @escaping @Sendable (Result<Void, any Error>) -> Void) {
         store.queue.enqueue(.documents(batch, onDurable))
     }
@@ -42,16 +51,7 @@ public struct PostgresDocumentStorage: DocumentStorage {
         let scope = PostgresStore.scope(database)
         store.queue.enqueue(.alone { store in
             completion(Result { () throws(FiregateError) -> [Document] in
-                try store.read { session throws(FiregateError) -> [Document] in
-                    let head = try session.query("SELECT seq FROM fg_heads WHERE scope = \(scope)").rows.first
-                    store.leases.loaded(scope, seq: (try? head?.decode(Int64.self)) ?? 0)
-                    var documents: [Document] = []
-                    for row in try session.query("SELECT path, fields, create_us, update_us FROM fg_documents WHERE scope = \(scope)").rows {
-                        let (path, fields, created, updated) = try decode(row, (String, ByteBuffer, Int64, Int64).self)
-                        documents.append(try PostgresDocumentStorage.document(path, fields, created, updated))
-                    }
-                    return documents
-                }
+                try store.read { session throws(FiregateError) -> [Document] in try store.loadScope(scope, session) }
             })
         })
     }
@@ -78,6 +78,19 @@ func decode<each T: PostgresDecodable>(_ row: PostgresRow, _ type: (repeat each 
 }
 
 extension PostgresStore {
+    /// A database's documents and the log position they reflect (in the caller's snapshot),
+    /// which the tail then follows from.
+    func loadScope(_ scope: String, _ session: PostgresSession) throws(FiregateError) -> [Document] {
+        let head = try session.query("SELECT seq FROM fg_heads WHERE scope = \(scope)").rows.first
+        leases.loaded(scope, seq: (try? head?.decode(Int64.self)) ?? 0)
+        var documents: [Document] = []
+        for row in try session.query("SELECT path, fields, create_us, update_us FROM fg_documents WHERE scope = \(scope)").rows {
+            let (path, fields, created, updated) = try decode(row, (String, ByteBuffer, Int64, Int64).self)
+            documents.append(try PostgresDocumentStorage.document(path, fields, created, updated))
+        }
+        return documents
+    }
+
     /// Deletes every document of `scope`, fenced and logged like a commit.
     func clear(_ scope: String) throws(FiregateError) {
         if leases.hold(scope).epoch == nil { try acquire(scope) }

@@ -1,4 +1,5 @@
 import FiregateModel
+import Foundation
 import Logging
 import PostgresNIO
 import Synchronization
@@ -8,8 +9,8 @@ import Synchronization
 /// server cannot be reached, so a request may be retried; INTERNAL otherwise).
 ///
 /// Synchronous because the storage protocols are (SQLite's loads block their caller too). The
-/// waits are on futures that NIO's event loop completes, never on Swift-concurrency work, so a
-/// caller on a cooperative thread cannot starve them; NIO's own threads never call in.
+/// waits are on futures that the connections' own event loop completes, never on
+/// Swift-concurrency work or on the server's event loops, so no caller can starve them.
 final class PostgresSession: Sendable {
     private let location: PostgresLocation
     private let logger: Logger
@@ -26,8 +27,8 @@ final class PostgresSession: Sendable {
         let opened: PostgresConnection
         do {
             let configuration = try location.connectionConfiguration()
-            opened = try PostgresConnection.connect(on: PostgresConnection.defaultEventLoopGroup.any(), configuration: configuration,
-                                                    id: PostgresSession.nextID(), logger: logger).wait()
+            opened = try PostgresConnection.connect(on: PostgresSession.loop, configuration: configuration,
+                                                    id: PostgresSession.nextID(), logger: logger).blockingResult()
         } catch {
             throw PostgresSession.mapped(error, location: location)
         }
@@ -46,7 +47,7 @@ final class PostgresSession: Sendable {
     func query(_ query: PostgresQuery) throws(FiregateError) -> PostgresQueryResult {
         let connection = try connection()
         do {
-            return try connection.query(query, logger: logger).wait()
+            return try connection.query(query, logger: logger).blockingResult()
         } catch {
             let mapped = PostgresSession.mapped(error, location: location)
             if mapped.status == .unavailable { drop(connection) }
@@ -108,8 +109,13 @@ final class PostgresSession: Sendable {
     /// Closes and waits (a connection must be closed before it goes; never called on NIO's threads).
     private static func closeAndWait(_ connection: PostgresConnection) {
         let closing: EventLoopFuture<Void> = connection.close()
-        try? closing.wait()
+        _ = try? closing.blockingResult()
     }
+
+    /// The connections' own event loop, apart from the server's: a load that waits on it from a
+    /// server event loop (a document read on the HTTP fast path, first use of a database) then
+    /// waits for another thread, never for itself.
+    private static let loop = MultiThreadedEventLoopGroup(numberOfThreads: 1).next()
 
     private static let ids = Atomic<Int>(0)
     private static func nextID() -> Int { ids.add(1, ordering: .relaxed).newValue }
@@ -134,5 +140,21 @@ final class PostgresSession: Sendable {
             return FiregateError(.internal, "PostgreSQL: \(message) (\(state))")
         }
         return FiregateError(.unavailable, "PostgreSQL at \(location) is unreachable: \(error.code)\(error.underlying.map { " (\($0))" } ?? "")")
+    }
+}
+
+extension EventLoopFuture where Value: Sendable {
+    /// The future's result, waiting for it on this thread. Unlike `wait()`, allowed on one of
+    /// the server's event loops: the connections run on their own loop (`PostgresSession.loop`),
+    /// so the thread that completes the future is never the one waiting.
+    func blockingResult() throws -> Value {
+        let done = DispatchSemaphore(value: 0)
+        let outcome = Mutex<Result<Value, any Error>?>(nil)
+        whenComplete { result in
+            outcome.withLock { $0 = result }
+            done.signal()
+        }
+        done.wait()
+        return try outcome.withLock { $0! }.get()
     }
 }

@@ -27,6 +27,8 @@ public final class PostgresStore: Sendable {
     private let keeper: PostgresSession
     let leases: ScopeLeases
     let queue: PostgresCommitQueue
+    /// Applies the commits other replicas make to scopes held here without owning them.
+    let tail: PostgresTail
     /// Renews the leases (see `startRenewal`): set at the end of `init`, cancelled by `close`.
     /// (A dispatch source must be resumed before it is released, so none exists until then.)
     private nonisolated(unsafe) var renewal: DispatchSourceTimer?
@@ -45,6 +47,7 @@ public final class PostgresStore: Sendable {
         keeper = PostgresSession(location: location, logger: logger)
         leases = ScopeLeases(replicaID: replicaID, leaseSeconds: leaseSeconds)
         queue = PostgresCommitQueue()
+        tail = PostgresTail(location: location, logger: logger)
         try PostgresSchema.migrate(writer)
         try keeper.query("""
             INSERT INTO fg_replicas (replica, address, heartbeat_at) VALUES (\(replicaID), \(address), now())
@@ -52,6 +55,7 @@ public final class PostgresStore: Sendable {
             """)
         queue.start(store: self)
         startRenewal()
+        tail.start(self)
     }
 
     /// Reads in one snapshot (REPEATABLE READ), one load at a time.
@@ -82,6 +86,11 @@ public final class PostgresStore: Sendable {
                 for row in rows { if let (scope, epoch) = try? row.decode((String, Int64).self) { held[scope] = epoch } }
                 leases.confirm(held)
                 lastRenewed.withLock { $0 = .now }
+                // The log keeps the last `logWindow` commits of each scope this replica owns.
+                try keeper.query("""
+                    DELETE FROM fg_log l USING fg_heads h
+                    WHERE l.scope = h.scope AND h.owner = \(replicaID) AND l.seq <= h.seq - \(PostgresStore.logWindow)
+                    """)
             } catch {
                 let silent = lastRenewed.withLock { ContinuousClock.now - $0 }
                 if silent > .seconds(Double(leaseSeconds) / 2) { leases.forgetAll() }
@@ -96,10 +105,15 @@ public final class PostgresStore: Sendable {
     public func close() {
         renewal?.cancel()
         queue.stop()
+        tail.stop()
         writer.close()
         reader.close()
         keeper.close()
     }
+
+    /// Commits the log keeps per scope for followers that fall behind (as many as a database's
+    /// in-memory history keeps); one further behind reloads the scope.
+    static let logWindow: Int64 = 20_000
 
     /// The scope of a document database.
     static func scope(_ database: DatabaseID) -> String { PostgresText.stored("d:\(database.project)/\(database.database)") }
@@ -136,6 +150,14 @@ final class ScopeLeases: Sendable {
 
     /// The engine's memory now reflects the log up to `seq` (after a load).
     func loaded(_ scope: String, seq: Int64) { holds.withLock { $0[scope, default: Hold()].seq = seq } }
+
+    /// The tail applied the log through `seq` (never backwards: a load in between set it).
+    func followed(_ scope: String, through seq: Int64) {
+        holds.withLock { holds in if holds[scope, default: Hold()].seq < seq { holds[scope]?.seq = seq } }
+    }
+
+    /// The scopes in memory here that this replica does not own, with the `seq` memory holds.
+    var followed: [String: Int64] { holds.withLock { $0.filter { $0.value.epoch == nil }.mapValues(\.seq) } }
 
     func acquired(_ scope: String, epoch: Int64) { holds.withLock { $0[scope, default: Hold()].epoch = epoch } }
 

@@ -14,6 +14,7 @@ import pytest
 import requests
 
 from conftest import _binary, _free_port, postgres_database_url, postgres_store, stop_server
+from sse import SSEStream
 
 pytestmark = pytest.mark.skipif(not postgres_store(), reason="needs FIREGATE_TEST_STORE (the suite on PostgreSQL)")
 
@@ -93,5 +94,42 @@ def test_one_owner_a_paused_owner_is_fenced_off_and_another_takes_over(tmp_path)
         print(f"  B took the database over {took_over:.2f} s after A was paused (lease {LEASE} s)")
     finally:
         a.send_signal(signal.SIGCONT)
+        stop_server(a)
+        stop_server(b)
+
+
+def test_a_follower_serves_the_owners_commits_to_reads_and_listeners_in_order(tmp_path):
+    url = postgres_database_url(tmp_path / "shared")
+    project = "p-" + uuid.uuid4().hex[:8]
+    a, a_base = _replica(url, "a", tmp_path / "a")
+    b, b_base = _replica(url, "b", tmp_path / "b")
+    docs = f"/v1/projects/{project}/databases/(default)/documents"
+    try:
+        assert _write(a_base, project, 1).status_code == 200
+        # B reads the database A owns: loaded from the store on first use, then followed.
+        first = requests.get(f"{b_base}{docs}/c/d", timeout=10)
+        assert first.status_code == 200 and first.json()["fields"]["n"] == {"integerValue": "1"}, first.text
+        stream = SSEStream(f"{b_base}{docs}/c/d:listen")
+        assert stream.next(timeout=10).json()["document"]["fields"]["n"] == {"integerValue": "1"}
+        for n in range(2, 22):
+            assert _write(a_base, project, n).status_code == 200
+        seen = []
+        deadline = time.monotonic() + 10
+        while (not seen or seen[-1] != 21) and time.monotonic() < deadline:
+            event = stream.next(timeout=max(0.1, deadline - time.monotonic()))
+            if event.event == "snapshot" and event.json().get("document"):
+                seen.append(int(event.json()["document"]["fields"]["n"]["integerValue"]))
+        stream.close()
+        assert seen and seen[-1] == 21, seen
+        assert seen == sorted(seen), f"B's listener saw A's commits out of order: {seen}"
+        got = requests.get(f"{b_base}{docs}/c/d", timeout=10).json()
+        assert got["fields"]["n"] == {"integerValue": "21"}
+        deleted = requests.delete(f"{a_base}{docs}/c/d", timeout=10)
+        assert deleted.status_code == 200
+        deadline = time.monotonic() + 5
+        while requests.get(f"{b_base}{docs}/c/d", timeout=10).status_code != 404:
+            assert time.monotonic() < deadline, "B never saw A's delete"
+            time.sleep(0.05)
+    finally:
         stop_server(a)
         stop_server(b)

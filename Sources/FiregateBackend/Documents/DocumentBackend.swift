@@ -22,6 +22,8 @@ public final class DocumentBackend: Sendable {
         self.storage = storage
         self.operations = operations
         startupLoad = loadInBackground ? StartupLoad() : nil
+        // Commits other replicas make (a store shared through PostgreSQL) reach the databases here.
+        storage.follow { [weak self] id, change in self?.database(id).applyReplicated(change) }
         if let startupLoad {
             startupLoad.start { [self] in try load() }
         } else {
@@ -54,7 +56,10 @@ public final class DocumentBackend: Sendable {
         startupLoad?.waitUntilLoaded()
         return databases.withLock { databases in
             if let existing = databases[id] { return existing }
-            let database = DocumentDatabase(id: id, clock: clock, storage: storage, operations: operations, documents: [])
+            // Empty unless another replica wrote it since the start; a store that cannot say
+            // now leaves it empty, and the first write here finds the log ahead and reloads.
+            let stored = (try? storage.loadDatabase(id)) ?? []
+            let database = DocumentDatabase(id: id, clock: clock, storage: storage, operations: operations, documents: stored)
             databases[id] = database
             return database
         }

@@ -44,4 +44,52 @@ extension DocumentDatabase {
             feed.closeAll(FiregateError(.unavailable, "A write could not be made durable; the database was reloaded from storage. Listen again."))
         }
     }
+
+    /// Applies a commit another replica made (read from the shared store's log): installs its
+    /// documents, records it and publishes it to listeners, as a local commit once durable.
+    /// A cleared database ends its listeners, as `reset()` does.
+    public func applyReplicated(_ change: ReplicatedDocumentChange) {
+        switch change {
+        case .clear:
+            state.withLock { state in
+                let sequence = state.sequence
+                state = DatabaseState()
+                state.sequence = sequence + 1
+                state.prunedThrough = clock.now()
+            }
+            feed.closeAll(.init(.aborted, "The database was reset."))
+        case .reload(let documents):
+            state.withLock { state in
+                var fresh = DatabaseState()
+                fresh.sequence = state.sequence + 1
+                fresh.prunedThrough = clock.now()
+                for document in documents { fresh.put(document) }
+                state = fresh
+            }
+            feed.closeAll(FiregateError(.unavailable, "This replica fell behind the commit log and reloaded the database. Listen again."))
+        case .commit(let upserts, let deletes, let commitTime):
+            let record = state.withLock { state -> CommitRecord? in
+                var changes: [DocumentChange] = []
+                for document in upserts {
+                    let before = state.documents[document.path]?.document
+                    guard before != document else { continue }
+                    changes.append(DocumentChange(path: document.path, before: before, after: document))
+                    state.put(document)
+                }
+                for path in deletes {
+                    guard let before = state.documents[path]?.document else { continue }
+                    changes.append(DocumentChange(path: path, before: before, after: nil))
+                    state.remove(path)
+                }
+                guard !changes.isEmpty else { return nil }
+                state.sequence += 1
+                let record = CommitRecord(sequence: state.sequence, commitTime: commitTime, changes: changes)
+                state.record(record)
+                return record
+            }
+            guard let record else { return }
+            feed.publish(record)
+            operations?.record(.commit(database: id, commitTime: commitTime, documents: record.changes.map(\.path)))
+        }
+    }
 }

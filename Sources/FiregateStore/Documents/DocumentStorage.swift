@@ -36,6 +36,29 @@ public protocol DocumentStorage: Sendable {
     /// so far (recovery after a failed batch). `completion` is never called from within this
     /// call, so a caller may hold its lock while queueing.
     func enqueueLoad(_ database: DatabaseID, completion: @escaping @Sendable (Result<[Document], any Error>) -> Void)
+    func loadDatabase(_ id: DatabaseID) throws -> [Document]
+    func follow(_ apply: @escaping @Sendable (DatabaseID, ReplicatedDocumentChange) -> Void)
+}
+
+/// A commit another replica made to a database this one holds in memory, as the store's log
+/// gives it (DESIGN §1.8).
+public enum ReplicatedDocumentChange: Sendable {
+    case commit(upserts: [Document], deletes: [ResourcePath], commitTime: Timestamp)
+    /// The database was cleared.
+    case clear
+    /// The follower fell behind what the log keeps: these are the documents now.
+    case reload([Document])
+}
+
+/// What only a store shared by several replicas does; a store of one process (SQLite, memory)
+/// has nothing to add.
+extension DocumentStorage {
+    /// The stored documents of a database first used after the start (another replica may have
+    /// written it meanwhile). A store of one process loaded everything at start: none.
+    public func loadDatabase(_ id: DatabaseID) throws -> [Document] { [] }
+    /// Calls `apply`, in log order per database, with the commits other replicas make to the
+    /// databases this replica has in memory but does not own.
+    public func follow(_ apply: @escaping @Sendable (DatabaseID, ReplicatedDocumentChange) -> Void) {}
 }
 
 /// Keeps nothing (`--in-memory`): every batch is "durable" at once.

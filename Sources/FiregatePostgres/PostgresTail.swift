@@ -1,0 +1,90 @@
+import FiregateModel
+import FiregateStore
+import Foundation
+import PostgresNIO
+import Synchronization
+
+/// The follower's side of the commit log: every 250 ms, the heads of the scopes this replica
+/// holds in memory without owning them; for each that moved, the log rows after what memory
+/// holds, in `seq` order, handed to the engine (`follow`). What is applied is exactly the
+/// owner's commits, once each, in order: `seq` is gap-free and a row is applied only after its
+/// predecessor.
+final class PostgresTail: Sendable {
+    typealias DocumentApply = @Sendable (DatabaseID, ReplicatedDocumentChange) -> Void
+
+    private let session: PostgresSession
+    private let documents = Mutex<DocumentApply?>(nil)
+    private nonisolated(unsafe) var timer: DispatchSourceTimer?
+
+    init(location: PostgresLocation, logger: Logger) {
+        session = PostgresSession(location: location, logger: logger)
+    }
+
+    func follow(documents apply: @escaping DocumentApply) { documents.withLock { $0 = apply } }
+
+    /// Starts polling (from the end of the store's `init`; `stop` ends it).
+    func start(_ store: PostgresStore) {
+        let timer = DispatchSource.makeTimerSource(queue: DispatchQueue(label: "firegate.postgres.tail"))
+        timer.schedule(deadline: .now() + 0.25, repeating: 0.25)
+        timer.setEventHandler { [weak self, weak store] in
+            guard let self, let store else { return }
+            do {
+                try poll(store)
+            } catch {
+                store.logger.warning("Following the PostgreSQL log failed: \(error)")
+            }
+        }
+        timer.resume()
+        self.timer = timer
+    }
+
+    func stop() {
+        timer?.cancel()
+        session.close()
+    }
+
+    private func poll(_ store: PostgresStore) throws(FiregateError) {
+        let followed = store.leases.followed
+        guard !followed.isEmpty, let apply = documents.withLock({ $0 }) else { return }
+        let scopes = Array(followed.keys)
+        for row in try session.query("SELECT scope, seq FROM fg_heads WHERE scope = ANY(\(scopes))").rows {
+            let (scope, head) = try decode(row, (String, Int64).self)
+            guard let known = followed[scope], head > known, let database = PostgresStore.database(ofScope: scope) else { continue }
+            var applied = known
+            while applied < head {
+                let rows = try session.query("""
+                    SELECT seq, commit_us, body FROM fg_log WHERE scope = \(scope) AND seq > \(applied) ORDER BY seq LIMIT 1000
+                    """).rows
+                guard !rows.isEmpty else { break }
+                for logRow in rows {
+                    let (seq, commitUs, body) = try decode(logRow, (Int64, Int64, ByteBuffer).self)
+                    guard seq == applied + 1 else {
+                        // The rows after memory's position were pruned: take the database as it is now.
+                        let documents = try store.read { session throws(FiregateError) -> [Document] in try store.loadScope(scope, session) }
+                        apply(database, .reload(documents))
+                        applied = head
+                        break
+                    }
+                    apply(database, try PostgresTail.change(json(body), commitUs: commitUs))
+                    applied = seq
+                    store.leases.followed(scope, through: seq)
+                }
+            }
+        }
+    }
+
+    /// A document log row as the engine applies it.
+    static func change(_ body: JSON, commitUs: Int64) throws(FiregateError) -> ReplicatedDocumentChange {
+        if body["clear"] != nil { return .clear }
+        var upserts: [Document] = []
+        for item in body["documents"]?.arrayValue ?? [] {
+            guard let path = item["path"]?.stringValue, let created = item["createUs"]?.integerLike, let updated = item["updateUs"]?.integerLike else {
+                throw FiregateError(.dataLoss, "A commit-log row is damaged: \(JSONWriter.string(item))")
+            }
+            upserts.append(Document(path: ResourcePath(ResourcePath.segments(of: path)), fields: try Value.parseFields(item["fields"]),
+                                    createTime: Timestamp(microseconds: created), updateTime: Timestamp(microseconds: updated)))
+        }
+        let deletes = (body["deleted"]?.arrayValue ?? []).compactMap(\.stringValue).map { ResourcePath(ResourcePath.segments(of: $0)) }
+        return .commit(upserts: upserts, deletes: deletes, commitTime: Timestamp(microseconds: commitUs))
+    }
+}
