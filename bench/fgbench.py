@@ -143,7 +143,8 @@ def free_port() -> int:
 class Server:
     """A firegate process on 127.0.0.1, in memory or on a data dir under bench/out."""
 
-    def __init__(self, binary: str, project: str, durable: bool, label: str = "server"):
+    def __init__(self, binary: str, project: str, durable: bool, label: str = "server", extra_args=()):
+        self.extra_args = list(extra_args)
         self.binary = binary
         self.project = project
         self.durable = durable
@@ -165,6 +166,7 @@ class Server:
             args += ["--data-dir", os.path.join(self.run_dir, "data")]
         else:
             args += ["--in-memory"]
+        args += self.extra_args
         self._log = open(self.log_path, "wb")
         t0 = time.monotonic()
         self.proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=self._log, stderr=subprocess.STDOUT,
@@ -243,6 +245,35 @@ class Server:
             self._log.close()
         if not keep:
             shutil.rmtree(self.run_dir, ignore_errors=True)
+
+
+class BenchPostgres:
+    """A PostgreSQL for a benchmark: FIREGATE_TEST_STORE when set (a database to create others
+    from), else a throwaway cluster (scripts/postgres-test-cluster.sh), stopped on exit.
+    `database()` makes a fresh database and returns its URL."""
+
+    def __enter__(self):
+        self.cluster = None
+        self.admin = os.environ.get("FIREGATE_TEST_STORE")
+        if not self.admin:
+            self.cluster = tempfile.mkdtemp(prefix="fg-bench-pgdata-")
+            try:
+                self.admin = subprocess.run(["bash", os.path.join(REPO, "scripts/postgres-test-cluster.sh"), "start", self.cluster,
+                                             str(free_port())], capture_output=True, text=True, check=True).stdout.strip()
+            except subprocess.CalledProcessError as failure:
+                raise BenchError(f"no PostgreSQL: {failure.stderr.strip()}")
+        return self
+
+    def __exit__(self, *exc):
+        if self.cluster:
+            subprocess.run(["bash", os.path.join(REPO, "scripts/postgres-test-cluster.sh"), "stop", self.cluster], capture_output=True)
+
+    def database(self) -> str:
+        import uuid
+        name = "fgbench_" + uuid.uuid4().hex[:12]
+        subprocess.run(["psql", self.admin, "-Atqc", f'CREATE DATABASE "{name}"'], capture_output=True, check=True)
+        head, _, query = self.admin.partition("?")
+        return head[:head.index("/", head.index("//") + 2) + 1] + name + ("?" + query if query else "")
 
 
 async def settle_rss(server: Server, seconds: float = 2.0, step: float = 0.25) -> int:

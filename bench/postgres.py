@@ -23,22 +23,15 @@ import subprocess
 import sys
 import tempfile
 import time
-import uuid
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from fgbench import REPO, argument_parser, emit, free_port  # noqa: E402
+from fgbench import REPO, BenchError, BenchPostgres, argument_parser, emit, free_port  # noqa: E402
 
 PAYLOAD = 200
 
 
 def psql(url, sql):
     return subprocess.run(["psql", url, "-Atqc", sql], capture_output=True, text=True, check=True).stdout.strip()
-
-
-def database(admin, name):
-    psql(admin, f'CREATE DATABASE "{name}"')
-    head, _, query = admin.partition("?")
-    return head[:head.index("/", head.index("//") + 2) + 1] + name + ("?" + query if query else "")
 
 
 def wait_healthy(base, proc):
@@ -104,19 +97,15 @@ def main():
         if not shutil.which(tool):
             print(f"{tool} is not installed: nothing measured")
             return 2
-    admin, cluster = os.environ.get("FIREGATE_TEST_STORE"), None
-    if not admin:
-        cluster = tempfile.mkdtemp(prefix="fg-bench-pgdata-")
-        try:
-            admin = subprocess.run(["bash", os.path.join(REPO, "scripts/postgres-test-cluster.sh"), "start", cluster, str(free_port())],
-                                   capture_output=True, text=True, check=True).stdout.strip()
-        except subprocess.CalledProcessError as failure:
-            print(f"no PostgreSQL: {failure.stderr.strip()}")
-            return 2
+    try:
+        postgres = BenchPostgres().__enter__()
+    except BenchError as failure:
+        print(failure)
+        return 2
     try:
         ratios, rates, loops, complete = [], [], [], True
         for round_ in range(args.rounds):
-            url = database(admin, "fgbench_" + uuid.uuid4().hex[:12])
+            url = postgres.database()
             loop = loop_commits(url, args.seconds)
             rate, done, bad, errors, stored = firegate_commits(args.bin, url, args.seconds)
             ok = bad == 0 and errors == 0 and stored >= done
@@ -132,9 +121,7 @@ def main():
               f"target >= 2.00x  {'PASS' if good else 'MISS'}")
         return 0 if good else 1
     finally:
-        if cluster:
-            subprocess.run(["bash", os.path.join(REPO, "scripts/postgres-test-cluster.sh"), "stop", cluster], capture_output=True)
-
+        postgres.__exit__(None, None, None)
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -59,6 +59,7 @@ extension PostgresStore {
                 case .edge, .alone: break
                 }
             }
+            ring(plan.newSeq.filter { passed.contains($0.key) })
             return
         }
     }

@@ -29,6 +29,10 @@ public final class PostgresStore: Sendable {
     let queue: PostgresCommitQueue
     /// Applies the commits other replicas make to scopes held here without owning them.
     let tail: PostgresTail
+    let doorbell: PostgresDoorbell
+    /// Whether another replica's heartbeat is fresh (checked at each renewal): the doorbell
+    /// rings only then.
+    let othersAlive = Mutex(false)
     /// Renews the leases (see `startRenewal`): set at the end of `init`, cancelled by `close`.
     /// (A dispatch source must be resumed before it is released, so none exists until then.)
     private nonisolated(unsafe) var renewal: DispatchSourceTimer?
@@ -48,6 +52,7 @@ public final class PostgresStore: Sendable {
         leases = ScopeLeases(replicaID: replicaID, leaseSeconds: leaseSeconds)
         queue = PostgresCommitQueue()
         tail = PostgresTail(location: location, logger: logger)
+        doorbell = PostgresDoorbell(location: location, logger: logger)
         try PostgresSchema.migrate(writer)
         try keeper.query("""
             INSERT INTO fg_replicas (replica, address, heartbeat_at) VALUES (\(replicaID), \(address), now())
@@ -56,6 +61,10 @@ public final class PostgresStore: Sendable {
         queue.start(store: self)
         startRenewal()
         tail.start(self)
+        doorbell.listen { [weak tail, weak self] in
+            guard let tail, let self else { return }
+            tail.pollSoon(self)
+        }
     }
 
     /// Reads in one snapshot (REPEATABLE READ), one load at a time.
@@ -78,6 +87,11 @@ public final class PostgresStore: Sendable {
             guard let self else { return }
             do {
                 try keeper.query("UPDATE fg_replicas SET heartbeat_at = now() WHERE replica = \(replicaID)")
+                let others = try keeper.query("""
+                    SELECT count(*) FROM fg_replicas
+                    WHERE replica <> \(replicaID) AND heartbeat_at > now() - make_interval(secs => \(Double(leaseSeconds)))
+                    """).rows.first.flatMap { try? $0.decode(Int64.self) } ?? 0
+                othersAlive.withLock { $0 = others > 0 }
                 let rows = try keeper.query("""
                     UPDATE fg_heads SET lease_until = now() + make_interval(secs => \(leaseSeconds))
                     WHERE owner = \(replicaID) RETURNING scope, owner_epoch
@@ -106,6 +120,7 @@ public final class PostgresStore: Sendable {
         renewal?.cancel()
         queue.stop()
         tail.stop()
+        doorbell.stop()
         writer.close()
         reader.close()
         keeper.close()

@@ -15,6 +15,9 @@ final class PostgresTail: Sendable {
     private let session: PostgresSession
     private let documents = Mutex<DocumentApply?>(nil)
     private nonisolated(unsafe) var timer: DispatchSourceTimer?
+    private let queue = DispatchQueue(label: "firegate.postgres.tail")
+    /// A poll is queued and has not started: a doorbell then adds nothing.
+    private let pending = Mutex(false)
 
     init(location: PostgresLocation, logger: Logger) {
         session = PostgresSession(location: location, logger: logger)
@@ -24,18 +27,36 @@ final class PostgresTail: Sendable {
 
     /// Starts polling (from the end of the store's `init`; `stop` ends it).
     func start(_ store: PostgresStore) {
-        let timer = DispatchSource.makeTimerSource(queue: DispatchQueue(label: "firegate.postgres.tail"))
+        let timer = DispatchSource.makeTimerSource(queue: queue)
         timer.schedule(deadline: .now() + 0.25, repeating: 0.25)
         timer.setEventHandler { [weak self, weak store] in
             guard let self, let store else { return }
-            do {
-                try poll(store)
-            } catch {
-                store.logger.warning("Following the PostgreSQL log failed: \(error)")
-            }
+            pollLogged(store)
         }
         timer.resume()
         self.timer = timer
+    }
+
+    /// Polls now (the doorbell rang), on the same queue as the timer's polls.
+    func pollSoon(_ store: PostgresStore) {
+        let queued = pending.withLock { pending -> Bool in
+            defer { pending = true }
+            return pending
+        }
+        if queued { return }
+        queue.async { [weak self, weak store] in
+            guard let self, let store else { return }
+            pollLogged(store)
+        }
+    }
+
+    private func pollLogged(_ store: PostgresStore) {
+        pending.withLock { $0 = false }
+        do {
+            try poll(store)
+        } catch {
+            store.logger.warning("Following the PostgreSQL log failed: \(error)")
+        }
     }
 
     func stop() {
