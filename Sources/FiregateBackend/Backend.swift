@@ -8,6 +8,8 @@ public final class Backend: Sendable {
     public let store: SQLiteStore
     /// Where persistent edge clients keep their caches: `store`, or PostgreSQL with `--store`.
     public let edgeStore: any EdgeCacheStore
+    /// The replicas sharing the store (PostgreSQL), or nil for a store of this process alone.
+    public let replicas: (any ReplicaDirectory)?
     public let clock: ServerClock
     public let documents: DocumentBackend
     public let tree: TreeBackend
@@ -29,11 +31,12 @@ public final class Backend: Sendable {
     /// `--store`).
     public init(directory: URL?, defaultProject: String, extraMigrations: [StoreMigration] = [], loadInBackground: Bool = false,
                 documentStorage: (any DocumentStorage)? = nil, treeStorage: (any TreeStorage)? = nil,
-                edgeStore: (any EdgeCacheStore)? = nil) async throws {
+                edgeStore: (any EdgeCacheStore)? = nil, replicas: (any ReplicaDirectory)? = nil) async throws {
         let store = try SQLiteStore(directory: directory, migrations: Backend.migrations + extraMigrations)
         let clock = ServerClock()
         self.store = store
         self.edgeStore = edgeStore ?? store
+        self.replicas = replicas
         self.clock = clock
         self.defaultProject = defaultProject
         let operations = OperationsLog(clock: clock)

@@ -75,7 +75,7 @@ public enum FiregateServer {
         return try await Backend(directory: configuration.dataDirectory, defaultProject: configuration.project,
                                  extraMigrations: EdgeClients.migrations, loadInBackground: true,
                                  documentStorage: PostgresDocumentStorage(store: postgres), treeStorage: PostgresTreeStorage(store: postgres),
-                                 edgeStore: postgres)
+                                 edgeStore: postgres, replicas: postgres)
     }
 
     public static func makeApplication(configuration: ServerConfiguration, backend: Backend,

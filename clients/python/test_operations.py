@@ -990,3 +990,17 @@ def test_json_log_values_are_typed_for_log_collectors(project, namespace):
             break
         assert abs((datetime.now(timezone.utc) - stamp).total_seconds()) < 600, e
     assert not problems, "; ".join(problems)
+
+
+def test_replicas_route_names_the_store(base_url):
+    """GET /emulator/v1/replicas: on SQLite nothing is shared (an empty list); on PostgreSQL this
+    replica is listed (what it owns: test_postgres_replicas.py)."""
+    from conftest import postgres_store
+    body = requests.get(f"{base_url}/emulator/v1/replicas", timeout=10).json()
+    if postgres_store():
+        assert body["store"] == "postgresql"
+        assert body["self"] in {r["id"] for r in body["replicas"]}
+        assert all(r["alive"] for r in body["replicas"] if r["id"] == body["self"])
+    else:
+        assert body == {"store": "sqlite", "replicas": []}
+

@@ -91,6 +91,15 @@ def test_one_owner_a_paused_owner_is_fenced_off_and_another_takes_over(tmp_path)
         tree_stale = requests.put(f"{a_base}/x.json", params={"ns": project}, json=99, timeout=10)
         assert tree_stale.status_code == 503, tree_stale.text
         assert requests.get(f"{b_base}/x.json", params={"ns": project}, timeout=10).json() == 3
+        # The status route says who owns what now (from either replica).
+        status = requests.get(f"{a_base}/emulator/v1/replicas", timeout=10).json()
+        assert status["store"] == "postgresql" and status["self"] == "a"
+        by_id = {r["id"]: r for r in status["replicas"]}
+        assert set(by_id) >= {"a", "b"} and by_id["b"]["alive"] is True
+        owned = [o for o in by_id["b"]["owns"] if o.get("project") == project]
+        assert owned and owned[0]["database"] == "(default)" and owned[0]["epoch"] >= 2 and owned[0]["expired"] is False
+        assert not [o for o in by_id["a"]["owns"] if o.get("project") == project]
+        assert any(o.get("namespace") == project for o in by_id["b"]["owns"])
         print(f"  B took the database over {took_over:.2f} s after A was paused (lease {LEASE} s)")
     finally:
         a.send_signal(signal.SIGCONT)

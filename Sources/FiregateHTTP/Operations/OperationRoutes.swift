@@ -1,6 +1,8 @@
 import FiregateBackend
 import FiregateEdge
 import FiregateModel
+import FiregateStore
+import OrderedCollections
 import Hummingbird
 
 /// Health and emulator operations: `/healthz`, `/emulator/v1/…` (reset, clock, the operations
@@ -63,6 +65,7 @@ struct OperationRoutes: Sendable {
         case (.get, "events"): return try OperationsEventStream.open(request, log: backend.operations, ticker: ticker)
         case (.get, "databases"): return databases()
         case (.get, "namespaces"): return try await namespaces()
+        case (.get, "replicas"): return try replicaList()
         case (.get, "export"), (.post, "export"): return try await ArchiveRoutes(backend: backend, clients: clients).export(request)
         case (.post, "import"): return try await ArchiveRoutes(backend: backend, clients: clients).import(request)
         default: throw OperationRoutes.noRoute(request)
@@ -165,5 +168,37 @@ struct OperationRoutes: Sendable {
         } catch {
             throw .internal("Could not list namespaces: \(error)")
         }
+    }
+
+    /// `GET /emulator/v1/replicas`: the replicas sharing the PostgreSQL store and the databases
+    /// and namespaces each owns; none on the embedded SQLite store.
+    func replicaList() throws(FiregateError) -> Response {
+        guard let directory = backend.replicas else {
+            return JSONResponse.make(["store": "sqlite", "replicas": .array([])])
+        }
+        let replicas: [ReplicaStatus]
+        do {
+            replicas = try directory.replicas()
+        } catch let error as FiregateError {
+            throw error
+        } catch {
+            throw .unavailable("The replicas could not be read: \(error)")
+        }
+        return JSONResponse.make(["store": "postgresql", "self": .string(directory.replicaID), "replicas": .array(replicas.map { replica in
+            ["id": .string(replica.id), "address": .string(replica.address), "startedAt": .string(replica.startedAt),
+             "heartbeatAt": .string(replica.heartbeatAt), "alive": .bool(replica.alive),
+             "owns": .array(replica.scopes.map { lease in
+                 var entry: OrderedDictionary<String, JSON>
+                 switch lease.scope {
+                 case .documents(let project, let database): entry = ["project": .string(project), "database": .string(database)]
+                 case .tree(let namespace): entry = ["namespace": .string(namespace)]
+                 }
+                 entry["epoch"] = .int(lease.epoch)
+                 entry["leaseUntil"] = .string(lease.leaseUntil)
+                 entry["expired"] = .bool(lease.expired)
+                 entry["seq"] = .int(lease.seq)
+                 return .object(entry)
+             })]
+        })])
     }
 }
