@@ -38,6 +38,7 @@ let package = Package(
         .target(name: "FiregatePostgres", dependencies: [
             "FiregateModel", "FiregateStore",
             .product(name: "PostgresNIO", package: "postgres-nio"),
+            .product(name: "OrderedCollections", package: "swift-collections"),
             .product(name: "Logging", package: "swift-log"),
         ]),
         .target(name: "FiregateBackend", dependencies: [

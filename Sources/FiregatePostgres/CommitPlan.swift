@@ -1,6 +1,7 @@
 import FiregateModel
 import FiregateStore
 import Foundation
+import OrderedCollections
 import PostgresNIO
 
 /// What one commit writes, from a run of queued units: each scope's head move (the fence),
@@ -102,8 +103,9 @@ struct CommitPlan {
                 for batch in batches {
                     let scope = PostgresStore.scope(namespace: batch.namespace)
                     treeStatements += TreeRowStatements.statements(for: batch.operations, scope: scope)
-                    let body = JSON.object(["tree": .array(batch.operations.map(TreeRowStatements.json))])
-                    log.append(LogRow(scope: scope, seq: nextSeq(scope, at: now), commitUs: now, body: ByteBuffer(bytes: JSONWriter.bytes(body))))
+                    var body: OrderedDictionary<String, JSON> = ["tree": .array(batch.operations.map(TreeRowStatements.json))]
+                    if let change = batch.change { body["change"] = change }
+                    log.append(LogRow(scope: scope, seq: nextSeq(scope, at: now), commitUs: now, body: ByteBuffer(bytes: JSONWriter.bytes(.object(body)))))
                 }
             case .edge, .alone:
                 break

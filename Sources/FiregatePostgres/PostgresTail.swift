@@ -11,9 +11,11 @@ import Synchronization
 /// predecessor.
 final class PostgresTail: Sendable {
     typealias DocumentApply = @Sendable (DatabaseID, ReplicatedDocumentChange) -> Void
+    typealias TreeApply = @Sendable (String, JSON) -> Void
 
     private let session: PostgresSession
     private let documents = Mutex<DocumentApply?>(nil)
+    private let tree = Mutex<TreeApply?>(nil)
     private nonisolated(unsafe) var timer: DispatchSourceTimer?
     private let queue = DispatchQueue(label: "firegate.postgres.tail")
     /// A poll is queued and has not started: a doorbell then adds nothing.
@@ -24,6 +26,7 @@ final class PostgresTail: Sendable {
     }
 
     func follow(documents apply: @escaping DocumentApply) { documents.withLock { $0 = apply } }
+    func follow(tree apply: @escaping TreeApply) { tree.withLock { $0 = apply } }
 
     /// Starts polling (from the end of the store's `init`; `stop` ends it).
     func start(_ store: PostgresStore) {
@@ -66,11 +69,14 @@ final class PostgresTail: Sendable {
 
     private func poll(_ store: PostgresStore) throws(FiregateError) {
         let followed = store.leases.followed
-        guard !followed.isEmpty, let apply = documents.withLock({ $0 }) else { return }
+        guard !followed.isEmpty else { return }
+        let applyDocuments = documents.withLock { $0 }, applyTree = tree.withLock { $0 }
         let scopes = Array(followed.keys)
         for row in try session.query("SELECT scope, seq FROM fg_heads WHERE scope = ANY(\(scopes))").rows {
             let (scope, head) = try decode(row, (String, Int64).self)
-            guard let known = followed[scope], head > known, let database = PostgresStore.database(ofScope: scope) else { continue }
+            guard let known = followed[scope], head > known else { continue }
+            let database = PostgresStore.database(ofScope: scope)
+            let namespace = database == nil ? String(PostgresText.loaded(scope).dropFirst(2)) : nil
             var applied = known
             while applied < head {
                 let rows = try session.query("""
@@ -80,13 +86,23 @@ final class PostgresTail: Sendable {
                 for logRow in rows {
                     let (seq, commitUs, body) = try decode(logRow, (Int64, Int64, ByteBuffer).self)
                     guard seq == applied + 1 else {
-                        // The rows after memory's position were pruned: take the database as it is now.
-                        let documents = try store.read { session throws(FiregateError) -> [Document] in try store.loadScope(scope, session) }
-                        apply(database, .reload(documents))
+                        // The rows after memory's position were pruned: take the scope as it is now.
+                        if let database, let applyDocuments {
+                            let documents = try store.read { session throws(FiregateError) -> [Document] in try store.loadScope(scope, session) }
+                            applyDocuments(database, .reload(documents))
+                        } else if let namespace, let applyTree {
+                            applyTree(namespace, ["reload": true])   // read again from the store on next use
+                            store.leases.followed(scope, through: head)
+                        }
                         applied = head
                         break
                     }
-                    apply(database, try PostgresTail.change(json(body), commitUs: commitUs))
+                    let entry = try json(body)
+                    if let database, let applyDocuments {
+                        applyDocuments(database, try PostgresTail.change(entry, commitUs: commitUs))
+                    } else if let namespace, let applyTree, let change = entry["change"] {
+                        applyTree(namespace, change)
+                    }
                     applied = seq
                     store.leases.followed(scope, through: seq)
                 }

@@ -35,6 +35,10 @@ public struct PostgresTreeStorage: TreeStorage {
         }
     }
 
+    public func follow(_ apply: @escaping @Sendable (String, JSON) -> Void) {
+        store.tail.follow(tree: apply)
+    }
+
     public func commit(_ batches: [TreeStorageBatch]) async throws {
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
             store.queue.enqueue(.tree(batches) { continuation.resume(with: $0) })

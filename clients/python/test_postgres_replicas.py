@@ -142,3 +142,37 @@ def test_a_follower_serves_the_owners_commits_to_reads_and_listeners_in_order(tm
     finally:
         stop_server(a)
         stop_server(b)
+
+
+def test_a_follower_streams_the_owners_tree_writes_in_order(tmp_path):
+    url = postgres_database_url(tmp_path / "shared")
+    ns = "ns-" + uuid.uuid4().hex[:8]
+    a, a_base = _replica(url, "a", tmp_path / "a")
+    b, b_base = _replica(url, "b", tmp_path / "b")
+    try:
+        assert requests.put(f"{a_base}/scores.json", params={"ns": ns}, json={"n": 0}, timeout=10).status_code == 200
+        assert requests.get(f"{b_base}/scores.json", params={"ns": ns}, timeout=10).json() == {"n": 0}
+        stream = SSEStream(f"{b_base}/scores.json", params={"ns": ns}, headers={"Accept": "text/event-stream"})
+        first = stream.next(timeout=10)
+        assert first.event == "put" and first.json() == {"path": "/", "data": {"n": 0}}
+        for n in range(1, 11):
+            assert requests.patch(f"{a_base}/scores.json", params={"ns": ns}, json={"n": n, f"k{n}": True}, timeout=10).status_code == 200
+        seen = []
+        deadline = time.monotonic() + 10
+        while (not seen or seen[-1] != 10) and time.monotonic() < deadline:
+            event = stream.next(timeout=max(0.1, deadline - time.monotonic()))
+            if event.event == "patch":
+                seen.append(event.json()["data"]["n"])
+        stream.close()
+        assert seen == list(range(1, 11)), seen
+        final = requests.get(f"{b_base}/scores.json", params={"ns": ns}, timeout=10).json()
+        assert final == {"n": 10, **{f"k{n}": True for n in range(1, 11)}}
+        # Priorities travel too.
+        assert requests.put(f"{a_base}/scores/.priority.json", params={"ns": ns}, json=7, timeout=10).status_code == 200
+        deadline = time.monotonic() + 5
+        while requests.get(f"{b_base}/scores.json", params={"ns": ns, "format": "export"}, timeout=10).json().get(".priority") != 7:
+            assert time.monotonic() < deadline, "B never saw A's priority"
+            time.sleep(0.05)
+    finally:
+        stop_server(a)
+        stop_server(b)

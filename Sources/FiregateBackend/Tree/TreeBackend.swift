@@ -1,4 +1,5 @@
 import FiregateModel
+import Foundation
 import FiregateStore
 import Synchronization
 
@@ -27,6 +28,20 @@ public final class TreeBackend: Sendable {
         self.operations = operations
         self.settings = settings
         queue = TreeWriteQueue(storage: storage)
+        // Writes other replicas make (a store shared through PostgreSQL), applied in log order:
+        // the store's follower waits for each before it hands over the next.
+        storage.follow { [weak self] namespace, json in
+            guard let self else { return }
+            // `{"reload":true}`: this replica fell behind the log's window; read the store again.
+            let change = json["reload"] == nil ? try? TreeChange(json: json) : nil
+            let applied = DispatchSemaphore(value: 0)
+            Task {
+                let target = self.namespace(namespace)
+                if let change { await target.applyReplicated(change) } else { await target.discardAfterStorageFailure() }
+                applied.signal()
+            }
+            applied.wait()
+        }
     }
 
     /// Namespace names: 1–128 letters, digits, `-`, `_` or `.`.

@@ -33,3 +33,37 @@ public struct TreePatchEntry: Sendable, Equatable {
         self.node = node
     }
 }
+
+/// A change as a shared store's commit log keeps it, for other replicas (`TreeStorage.follow`):
+/// `{"path":[keys],"set":<node>}` or `{"path":[keys],"merge":[{"path":[keys],"node":<node>}]}`,
+/// nodes in the export format (priorities kept).
+extension TreeChange {
+    var json: JSON {
+        func keys(_ path: TreePath) -> JSON { .array(path.keys.map { .string($0) }) }
+        func node(_ node: TreeNode) -> JSON { (try? JSONParser.parse(TreeNodeWriter.bytes(node, format: .export))) ?? .null }
+        switch operation {
+        case .set(let value): return ["path": keys(path), "set": node(value)]
+        case .merge(let entries): return ["path": keys(path), "merge": .array(entries.map { ["path": keys($0.path), "node": node($0.node)] })]
+        }
+    }
+
+    init(json: JSON) throws(FiregateError) {
+        func path(_ json: JSON?) throws(FiregateError) -> TreePath {
+            guard let items = json?.arrayValue else { throw FiregateError(.dataLoss, "A replicated tree change has no path.") }
+            return TreePath(keys: items.compactMap(\.stringValue))
+        }
+        let at = try path(json["path"])
+        if let value = json["set"] {
+            self.init(path: at, operation: .set(try TreeNodeDecoder.decode(value, at: at, serverValues: nil)))
+        } else if let entries = json["merge"]?.arrayValue {
+            var merged: [TreePatchEntry] = []
+            for entry in entries {
+                let relative = try path(entry["path"])
+                merged.append(TreePatchEntry(path: relative, node: try TreeNodeDecoder.decode(entry["node"] ?? .null, at: at.appending(relative), serverValues: nil)))
+            }
+            self.init(path: at, operation: .merge(merged))
+        } else {
+            throw FiregateError(.dataLoss, "A replicated tree change is neither a set nor a merge.")
+        }
+    }
+}

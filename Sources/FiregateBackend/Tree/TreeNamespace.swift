@@ -106,9 +106,9 @@ actor TreeNamespace {
         let operations = path.isPriority
             ? TreeStorageEncoding.operations(refreshingOwnRowAt: nodePath, in: root)
             : TreeStorageEncoding.operations(replacing: [path], in: root)
-        let delivery = !path.isPriority || previous != stored
-            ? fanOut(TreeChange(path: nodePath, operation: .set(stored)), befores: befores) : nil
-        let durability = queue.enqueue(TreeStorageBatch(namespace: name, operations: operations), delivery: delivery)
+        let change = TreeChange(path: nodePath, operation: .set(stored))
+        let delivery = !path.isPriority || previous != stored ? fanOut(change, befores: befores) : nil
+        let durability = queue.enqueue(TreeStorageBatch(namespace: name, operations: operations, change: change.json), delivery: delivery)
         let result = TreeWriteResult(path: nodePath, value: path.isPriority ? stored.priorityNode : stored, entries: [],
                                      pushKey: pushKey, etag: wantsETag ? TreeETag.of(root.node(at: path)) : nil)
         return (.written(result), durability)
@@ -182,8 +182,9 @@ actor TreeNamespace {
             }
         }
         operations = TreeStorageEncoding.operations(replacing: replaced, in: root) + operations
-        let delivery = fanOut(TreeChange(path: path, operation: .merge(resolved)), befores: befores)
-        let durability = queue.enqueue(TreeStorageBatch(namespace: name, operations: operations), delivery: delivery)
+        let change = TreeChange(path: path, operation: .merge(resolved))
+        let delivery = fanOut(change, befores: befores)
+        let durability = queue.enqueue(TreeStorageBatch(namespace: name, operations: operations, change: change.json), delivery: delivery)
         return (.written(TreeWriteResult(path: path, value: root.node(at: path), entries: resolved, pushKey: nil, etag: nil)), durability)
     }
 
@@ -252,6 +253,26 @@ actor TreeNamespace {
         for group in groups.values {
             for subscription in group.subscriptions.values { _ = subscription.offer(.keepAlive) }
         }
+    }
+
+    /// Applies a write another replica made (from the shared store's log) and tells the streams
+    /// at once (it is durable already). A namespace not in memory skips it: its next load reads
+    /// the store.
+    func applyReplicated(_ change: TreeChange) {
+        guard loaded else { return }
+        let befores = valuesBefore(changeAt: change.path)
+        switch change.operation {
+        case .set(let node):
+            root.set(node, at: change.path)
+            invalidateEncoded(change.path)
+        case .merge(let entries):
+            for entry in entries {
+                let target = change.path.appending(entry.path)
+                root.set(entry.node, at: target)
+                invalidateEncoded(target.isPriority ? target.parent! : target)
+            }
+        }
+        fanOut(change, befores: befores)?.run()
     }
 
     /// Forgets the in-memory tree after a write failed to reach storage, so the next access

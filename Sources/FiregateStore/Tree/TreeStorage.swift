@@ -12,6 +12,14 @@ public protocol TreeStorage: Sendable {
     func namespaces() throws -> [String]
     /// Applies the batches in order, atomically and durably, before returning.
     func commit(_ batches: [TreeStorageBatch]) async throws
+    /// Calls `apply`, in log order per namespace, with the `change` of each batch other replicas
+    /// commit to the namespaces this replica has in memory but does not own.
+    func follow(_ apply: @escaping @Sendable (String, JSON) -> Void)
+}
+
+extension TreeStorage {
+    /// A store of one process (SQLite, memory) has no other replica to follow.
+    public func follow(_ apply: @escaping @Sendable (String, JSON) -> Void) {}
 }
 
 /// One stored row. `value` is a leaf as JSON text, nil for an inner node that only records
@@ -42,9 +50,13 @@ public enum TreeStorageOperation: Sendable, Equatable {
 public struct TreeStorageBatch: Sendable, Equatable {
     public var namespace: String
     public var operations: [TreeStorageOperation]
+    /// The write as the engine applies it (opaque to the store), kept in a shared store's
+    /// commit log so that other replicas can apply it too.
+    public var change: JSON?
 
-    public init(namespace: String, operations: [TreeStorageOperation]) {
+    public init(namespace: String, operations: [TreeStorageOperation], change: JSON? = nil) {
         self.namespace = namespace
         self.operations = operations
+        self.change = change
     }
 }
