@@ -176,3 +176,82 @@ def test_a_follower_streams_the_owners_tree_writes_in_order(tmp_path):
     finally:
         stop_server(a)
         stop_server(b)
+
+
+def _nginx(tmp_path, replicas):
+    """deploy/nginx.conf as shipped, with its three servers replaced by `replicas` (base URLs)
+    and run on loopback under `tmp_path`; returns (process, base URL)."""
+    import re
+    import shutil
+    from pathlib import Path
+    nginx = shutil.which("nginx") or "/usr/sbin/nginx"
+    if not os.path.exists(nginx):
+        pytest.fail("nginx is not installed (apt-get install nginx-light): the replica suite needs it")
+    conf = (Path(__file__).resolve().parents[2] / "deploy" / "nginx.conf").read_text()
+    servers = re.findall(r"^\s*server firegate-\d:8080 .*$", conf, re.M)
+    assert len(servers) == len(replicas) == 3, servers
+    for line, base in zip(servers, replicas):
+        conf = conf.replace(line, line.replace(re.search(r"firegate-\d:8080", line).group(0), base.removeprefix("http://")))
+    port = _free_port()
+    run = tmp_path / "nginx"
+    (run / "tmp").mkdir(parents=True)
+    conf = conf.replace("listen 8080;", f"listen 127.0.0.1:{port};")
+    conf = conf.replace("worker_processes 1;", f"worker_processes 1;\ndaemon off;\npid {run}/nginx.pid;\nerror_log {run}/error.log warn;")
+    conf = conf.replace("    access_log off;", "    access_log off;\n" + "".join(
+        f"    {kind}_temp_path {run}/tmp/{kind};\n" for kind in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi")))
+    (run / "nginx.conf").write_text(conf)
+    proc = subprocess.Popen([nginx, "-p", str(run), "-c", str(run / "nginx.conf")], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    base = f"http://127.0.0.1:{port}"
+    deadline = time.time() + 10
+    while time.time() < deadline:
+        assert proc.poll() is None, proc.stderr.read().decode()
+        try:
+            requests.get(base + "/healthz", timeout=1)
+            return proc, base
+        except requests.ConnectionError:
+            time.sleep(0.05)
+    raise AssertionError("nginx did not start")
+
+
+def test_behind_the_shipped_nginx_config_each_project_has_one_owner_and_everything_works(tmp_path):
+    url = postgres_database_url(tmp_path / "shared")
+    procs = []
+    try:
+        replicas = []
+        for name in ("r1", "r2", "r3"):
+            proc, base = _replica(url, name, tmp_path / name)
+            procs.append(proc)
+            replicas.append(base)
+        nginx, front = _nginx(tmp_path, replicas)
+        procs.append(nginx)
+        projects = ["p-" + uuid.uuid4().hex[:8] for _ in range(12)]
+        for project in projects:
+            for n in range(3):
+                r = _write(front, project, n)
+                assert r.status_code == 200, r.text
+            got = requests.get(f"{front}/v1/projects/{project}/databases/(default)/documents/c/d", timeout=10).json()
+            assert got["fields"]["n"] == {"integerValue": "2"}
+        # A listen through nginx, then a write through nginx: the event arrives.
+        project = projects[0]
+        stream = SSEStream(f"{front}/v1/projects/{project}/databases/(default)/documents/c/d:listen")
+        assert stream.next(timeout=10).json()["document"]["fields"]["n"] == {"integerValue": "2"}
+        assert _write(front, project, 7).status_code == 200
+        deadline = time.monotonic() + 10
+        while True:
+            event = stream.next(timeout=max(0.1, deadline - time.monotonic()))
+            if event.event == "snapshot" and event.json().get("document", {}).get("fields", {}).get("n") == {"integerValue": "7"}:
+                break
+        stream.close()
+        # Each project has exactly one owner, and the ring spread them over the replicas.
+        status = requests.get(f"{front}/emulator/v1/replicas", timeout=10).json()
+        owners = {}
+        for replica in status["replicas"]:
+            for owned in replica["owns"]:
+                if owned.get("project") in projects:
+                    assert owned["project"] not in owners, f"{owned['project']} owned twice"
+                    owners[owned["project"]] = replica["id"]
+        assert set(owners) == set(projects)
+        assert len(set(owners.values())) >= 2, f"the ring put all 12 projects on one replica: {owners}"
+    finally:
+        for proc in procs:
+            stop_server(proc)
