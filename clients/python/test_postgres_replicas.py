@@ -38,6 +38,18 @@ def _replica(url, name, data_dir):
     raise AssertionError("replica did not start")
 
 
+@pytest.fixture
+def pair(tmp_path):
+    """Replicas a and b on one fresh database: (url, (a process, a URL), (b process, b URL))."""
+    url = postgres_database_url(tmp_path / "shared")
+    a = _replica(url, "a", tmp_path / "a")
+    b = _replica(url, "b", tmp_path / "b")
+    yield url, a, b
+    for proc, _ in (a, b):
+        proc.send_signal(signal.SIGCONT)
+        stop_server(proc)
+
+
 def _write(base, project, n):
     return requests.patch(f"{base}/v1/projects/{project}/databases/(default)/documents/c/d",
                           json={"fields": {"n": {"integerValue": str(n)}}}, timeout=10)
@@ -48,134 +60,115 @@ def _stored(url, project):
                           capture_output=True, text=True, check=True).stdout.strip()
 
 
-def test_one_owner_a_paused_owner_is_fenced_off_and_another_takes_over(tmp_path):
-    url = postgres_database_url(tmp_path / "shared")
+def test_one_owner_a_paused_owner_is_fenced_off_and_another_takes_over(pair):
+    url, (a, a_base), (b, b_base) = pair
     project = "p-" + uuid.uuid4().hex[:8]
-    a, a_base = _replica(url, "a", tmp_path / "a")
-    b, b_base = _replica(url, "b", tmp_path / "b")
-    try:
-        assert _write(a_base, project, 1).status_code == 200
-        assert requests.put(f"{a_base}/x.json", params={"ns": project}, json=1, timeout=10).status_code == 200
-        tree_refused = requests.put(f"{b_base}/x.json", params={"ns": project}, json=2, timeout=10)
-        assert tree_refused.status_code == 503 and "owned by replica a" in tree_refused.json()["error"], tree_refused.text
-        refused = _write(b_base, project, 2)
-        assert refused.status_code == 503, refused.text
-        assert refused.json()["error"]["status"] == "UNAVAILABLE"
-        assert "owned by replica a" in refused.json()["error"]["message"]
-        assert _stored(url, project) == '{"n":{"integerValue":"1"}}'
+    assert _write(a_base, project, 1).status_code == 200
+    assert requests.put(f"{a_base}/x.json", params={"ns": project}, json=1, timeout=10).status_code == 200
+    tree_refused = requests.put(f"{b_base}/x.json", params={"ns": project}, json=2, timeout=10)
+    assert tree_refused.status_code == 503 and "owned by replica a" in tree_refused.json()["error"], tree_refused.text
+    refused = _write(b_base, project, 2)
+    assert refused.status_code == 503, refused.text
+    assert refused.json()["error"]["status"] == "UNAVAILABLE"
+    assert "owned by replica a" in refused.json()["error"]["message"]
+    assert _stored(url, project) == '{"n":{"integerValue":"1"}}'
 
-        a.send_signal(signal.SIGSTOP)
-        stopped = time.monotonic()
-        while True:
-            r = _write(b_base, project, 3)
-            if r.status_code == 200:
-                break
-            assert r.status_code == 503, r.text
-            assert time.monotonic() - stopped < LEASE + 2, f"B could not take over within the lease + 2 s: {r.text}"
-            time.sleep(0.1)
-        took_over = time.monotonic() - stopped
-        while (r := requests.put(f"{b_base}/x.json", params={"ns": project}, json=3, timeout=10)).status_code != 200:
-            assert r.status_code == 503 and time.monotonic() - stopped < LEASE + 2, r.text
-            time.sleep(0.1)
-        assert requests.get(f"{b_base}/x.json", params={"ns": project}, timeout=10).json() == 3
-        assert _stored(url, project) == '{"n":{"integerValue":"3"}}'
-        got = requests.get(f"{b_base}/v1/projects/{project}/databases/(default)/documents/c/d", timeout=10).json()
-        assert got["fields"]["n"] == {"integerValue": "3"}
+    a.send_signal(signal.SIGSTOP)
+    stopped = time.monotonic()
+    while True:
+        r = _write(b_base, project, 3)
+        if r.status_code == 200:
+            break
+        assert r.status_code == 503, r.text
+        assert time.monotonic() - stopped < LEASE + 2, f"B could not take over within the lease + 2 s: {r.text}"
+        time.sleep(0.1)
+    took_over = time.monotonic() - stopped
+    while (r := requests.put(f"{b_base}/x.json", params={"ns": project}, json=3, timeout=10)).status_code != 200:
+        assert r.status_code == 503 and time.monotonic() - stopped < LEASE + 2, r.text
+        time.sleep(0.1)
+    assert requests.get(f"{b_base}/x.json", params={"ns": project}, timeout=10).json() == 3
+    assert _stored(url, project) == '{"n":{"integerValue":"3"}}'
+    got = requests.get(f"{b_base}/v1/projects/{project}/databases/(default)/documents/c/d", timeout=10).json()
+    assert got["fields"]["n"] == {"integerValue": "3"}
 
-        # The old owner wakes up and writes with the epoch it had: refused, nothing stored.
-        a.send_signal(signal.SIGCONT)
-        stale = _write(a_base, project, 99)
-        assert stale.status_code == 503, stale.text
-        assert stale.json()["error"]["status"] == "UNAVAILABLE"
-        assert _stored(url, project) == '{"n":{"integerValue":"3"}}'
-        tree_stale = requests.put(f"{a_base}/x.json", params={"ns": project}, json=99, timeout=10)
-        assert tree_stale.status_code == 503, tree_stale.text
-        assert requests.get(f"{b_base}/x.json", params={"ns": project}, timeout=10).json() == 3
-        # The status route says who owns what now (from either replica).
-        status = requests.get(f"{a_base}/emulator/v1/replicas", timeout=10).json()
-        assert status["store"] == "postgresql" and status["self"] == "a"
-        by_id = {r["id"]: r for r in status["replicas"]}
-        assert set(by_id) >= {"a", "b"} and by_id["b"]["alive"] is True
-        owned = [o for o in by_id["b"]["owns"] if o.get("project") == project]
-        assert owned and owned[0]["database"] == "(default)" and owned[0]["epoch"] >= 2 and owned[0]["expired"] is False
-        assert not [o for o in by_id["a"]["owns"] if o.get("project") == project]
-        assert any(o.get("namespace") == project for o in by_id["b"]["owns"])
-        print(f"  B took the database over {took_over:.2f} s after A was paused (lease {LEASE} s)")
-    finally:
-        a.send_signal(signal.SIGCONT)
-        stop_server(a)
-        stop_server(b)
+    # The old owner wakes up and writes with the epoch it had: refused, nothing stored.
+    a.send_signal(signal.SIGCONT)
+    stale = _write(a_base, project, 99)
+    assert stale.status_code == 503, stale.text
+    assert stale.json()["error"]["status"] == "UNAVAILABLE"
+    assert _stored(url, project) == '{"n":{"integerValue":"3"}}'
+    tree_stale = requests.put(f"{a_base}/x.json", params={"ns": project}, json=99, timeout=10)
+    assert tree_stale.status_code == 503, tree_stale.text
+    assert requests.get(f"{b_base}/x.json", params={"ns": project}, timeout=10).json() == 3
+    # The status route says who owns what now (from either replica).
+    status = requests.get(f"{a_base}/emulator/v1/replicas", timeout=10).json()
+    assert status["store"] == "postgresql" and status["self"] == "a"
+    by_id = {r["id"]: r for r in status["replicas"]}
+    assert set(by_id) >= {"a", "b"} and by_id["b"]["alive"] is True
+    owned = [o for o in by_id["b"]["owns"] if o.get("project") == project]
+    assert owned and owned[0]["database"] == "(default)" and owned[0]["epoch"] >= 2 and owned[0]["expired"] is False
+    assert not [o for o in by_id["a"]["owns"] if o.get("project") == project]
+    assert any(o.get("namespace") == project for o in by_id["b"]["owns"])
+    print(f"  B took the database over {took_over:.2f} s after A was paused (lease {LEASE} s)")
 
 
-def test_a_follower_serves_the_owners_commits_to_reads_and_listeners_in_order(tmp_path):
-    url = postgres_database_url(tmp_path / "shared")
+def test_a_follower_serves_the_owners_commits_to_reads_and_listeners_in_order(pair):
+    _, (_, a_base), (_, b_base) = pair
     project = "p-" + uuid.uuid4().hex[:8]
-    a, a_base = _replica(url, "a", tmp_path / "a")
-    b, b_base = _replica(url, "b", tmp_path / "b")
     docs = f"/v1/projects/{project}/databases/(default)/documents"
-    try:
-        assert _write(a_base, project, 1).status_code == 200
-        # B reads the database A owns: loaded from the store on first use, then followed.
-        first = requests.get(f"{b_base}{docs}/c/d", timeout=10)
-        assert first.status_code == 200 and first.json()["fields"]["n"] == {"integerValue": "1"}, first.text
-        stream = SSEStream(f"{b_base}{docs}/c/d:listen")
-        assert stream.next(timeout=10).json()["document"]["fields"]["n"] == {"integerValue": "1"}
-        for n in range(2, 22):
-            assert _write(a_base, project, n).status_code == 200
-        seen = []
-        deadline = time.monotonic() + 10
-        while (not seen or seen[-1] != 21) and time.monotonic() < deadline:
-            event = stream.next(timeout=max(0.1, deadline - time.monotonic()))
-            if event.event == "snapshot" and event.json().get("document"):
-                seen.append(int(event.json()["document"]["fields"]["n"]["integerValue"]))
-        stream.close()
-        assert seen and seen[-1] == 21, seen
-        assert seen == sorted(seen), f"B's listener saw A's commits out of order: {seen}"
-        got = requests.get(f"{b_base}{docs}/c/d", timeout=10).json()
-        assert got["fields"]["n"] == {"integerValue": "21"}
-        deleted = requests.delete(f"{a_base}{docs}/c/d", timeout=10)
-        assert deleted.status_code == 200
-        deadline = time.monotonic() + 5
-        while requests.get(f"{b_base}{docs}/c/d", timeout=10).status_code != 404:
-            assert time.monotonic() < deadline, "B never saw A's delete"
-            time.sleep(0.05)
-    finally:
-        stop_server(a)
-        stop_server(b)
+    assert _write(a_base, project, 1).status_code == 200
+    # B reads the database A owns: loaded from the store on first use, then followed.
+    first = requests.get(f"{b_base}{docs}/c/d", timeout=10)
+    assert first.status_code == 200 and first.json()["fields"]["n"] == {"integerValue": "1"}, first.text
+    stream = SSEStream(f"{b_base}{docs}/c/d:listen")
+    assert stream.next(timeout=10).json()["document"]["fields"]["n"] == {"integerValue": "1"}
+    for n in range(2, 22):
+        assert _write(a_base, project, n).status_code == 200
+    seen = []
+    deadline = time.monotonic() + 10
+    while (not seen or seen[-1] != 21) and time.monotonic() < deadline:
+        event = stream.next(timeout=max(0.1, deadline - time.monotonic()))
+        if event.event == "snapshot" and event.json().get("document"):
+            seen.append(int(event.json()["document"]["fields"]["n"]["integerValue"]))
+    stream.close()
+    assert seen and seen[-1] == 21, seen
+    assert seen == sorted(seen), f"B's listener saw A's commits out of order: {seen}"
+    got = requests.get(f"{b_base}{docs}/c/d", timeout=10).json()
+    assert got["fields"]["n"] == {"integerValue": "21"}
+    deleted = requests.delete(f"{a_base}{docs}/c/d", timeout=10)
+    assert deleted.status_code == 200
+    deadline = time.monotonic() + 5
+    while requests.get(f"{b_base}{docs}/c/d", timeout=10).status_code != 404:
+        assert time.monotonic() < deadline, "B never saw A's delete"
+        time.sleep(0.05)
 
 
-def test_a_follower_streams_the_owners_tree_writes_in_order(tmp_path):
-    url = postgres_database_url(tmp_path / "shared")
+def test_a_follower_streams_the_owners_tree_writes_in_order(pair):
+    _, (_, a_base), (_, b_base) = pair
     ns = "ns-" + uuid.uuid4().hex[:8]
-    a, a_base = _replica(url, "a", tmp_path / "a")
-    b, b_base = _replica(url, "b", tmp_path / "b")
-    try:
-        assert requests.put(f"{a_base}/scores.json", params={"ns": ns}, json={"n": 0}, timeout=10).status_code == 200
-        assert requests.get(f"{b_base}/scores.json", params={"ns": ns}, timeout=10).json() == {"n": 0}
-        stream = SSEStream(f"{b_base}/scores.json", params={"ns": ns}, headers={"Accept": "text/event-stream"})
-        first = stream.next(timeout=10)
-        assert first.event == "put" and first.json() == {"path": "/", "data": {"n": 0}}
-        for n in range(1, 11):
-            assert requests.patch(f"{a_base}/scores.json", params={"ns": ns}, json={"n": n, f"k{n}": True}, timeout=10).status_code == 200
-        seen = []
-        deadline = time.monotonic() + 10
-        while (not seen or seen[-1] != 10) and time.monotonic() < deadline:
-            event = stream.next(timeout=max(0.1, deadline - time.monotonic()))
-            if event.event == "patch":
-                seen.append(event.json()["data"]["n"])
-        stream.close()
-        assert seen == list(range(1, 11)), seen
-        final = requests.get(f"{b_base}/scores.json", params={"ns": ns}, timeout=10).json()
-        assert final == {"n": 10, **{f"k{n}": True for n in range(1, 11)}}
-        # Priorities travel too.
-        assert requests.put(f"{a_base}/scores/.priority.json", params={"ns": ns}, json=7, timeout=10).status_code == 200
-        deadline = time.monotonic() + 5
-        while requests.get(f"{b_base}/scores.json", params={"ns": ns, "format": "export"}, timeout=10).json().get(".priority") != 7:
-            assert time.monotonic() < deadline, "B never saw A's priority"
-            time.sleep(0.05)
-    finally:
-        stop_server(a)
-        stop_server(b)
+    assert requests.put(f"{a_base}/scores.json", params={"ns": ns}, json={"n": 0}, timeout=10).status_code == 200
+    assert requests.get(f"{b_base}/scores.json", params={"ns": ns}, timeout=10).json() == {"n": 0}
+    stream = SSEStream(f"{b_base}/scores.json", params={"ns": ns}, headers={"Accept": "text/event-stream"})
+    first = stream.next(timeout=10)
+    assert first.event == "put" and first.json() == {"path": "/", "data": {"n": 0}}
+    for n in range(1, 11):
+        assert requests.patch(f"{a_base}/scores.json", params={"ns": ns}, json={"n": n, f"k{n}": True}, timeout=10).status_code == 200
+    seen = []
+    deadline = time.monotonic() + 10
+    while (not seen or seen[-1] != 10) and time.monotonic() < deadline:
+        event = stream.next(timeout=max(0.1, deadline - time.monotonic()))
+        if event.event == "patch":
+            seen.append(event.json()["data"]["n"])
+    stream.close()
+    assert seen == list(range(1, 11)), seen
+    final = requests.get(f"{b_base}/scores.json", params={"ns": ns}, timeout=10).json()
+    assert final == {"n": 10, **{f"k{n}": True for n in range(1, 11)}}
+    # Priorities travel too.
+    assert requests.put(f"{a_base}/scores/.priority.json", params={"ns": ns}, json=7, timeout=10).status_code == 200
+    deadline = time.monotonic() + 5
+    while requests.get(f"{b_base}/scores.json", params={"ns": ns, "format": "export"}, timeout=10).json().get(".priority") != 7:
+        assert time.monotonic() < deadline, "B never saw A's priority"
+        time.sleep(0.05)
 
 
 def _nginx(tmp_path, replicas):

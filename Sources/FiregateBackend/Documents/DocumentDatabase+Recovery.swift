@@ -34,15 +34,22 @@ extension DocumentDatabase {
                 DispatchQueue.global().asyncAfter(deadline: .now() + 1) { self.reloadFromStorage() }
                 return
             }
-            self.state.withLock { state in
-                var fresh = DatabaseState()
-                fresh.sequence = state.sequence + 1
-                fresh.prunedThrough = clock.now()
-                for document in documents { fresh.put(document) }
-                state = fresh
-            }
-            feed.closeAll(FiregateError(.unavailable, "A write could not be made durable; the database was reloaded from storage. Listen again."))
+            replaceState(with: documents, ending: FiregateError(.unavailable,
+                "A write could not be made durable; the database was reloaded from storage. Listen again."))
         }
+    }
+
+    /// Replaces what the database holds with `documents` (a new sequence, no history before it)
+    /// and ends its listeners with `reason`: what they were told may be gone.
+    func replaceState(with documents: [Document], ending reason: FiregateError) {
+        state.withLock { state in
+            var fresh = DatabaseState()
+            fresh.sequence = state.sequence + 1
+            fresh.prunedThrough = clock.now()
+            for document in documents { fresh.put(document) }
+            state = fresh
+        }
+        feed.closeAll(reason)
     }
 
     /// Applies a commit another replica made (read from the shared store's log): installs its
@@ -51,22 +58,10 @@ extension DocumentDatabase {
     public func applyReplicated(_ change: ReplicatedDocumentChange) {
         switch change {
         case .clear:
-            state.withLock { state in
-                let sequence = state.sequence
-                state = DatabaseState()
-                state.sequence = sequence + 1
-                state.prunedThrough = clock.now()
-            }
-            feed.closeAll(.init(.aborted, "The database was reset."))
+            replaceState(with: [], ending: .init(.aborted, "The database was reset."))
         case .reload(let documents):
-            state.withLock { state in
-                var fresh = DatabaseState()
-                fresh.sequence = state.sequence + 1
-                fresh.prunedThrough = clock.now()
-                for document in documents { fresh.put(document) }
-                state = fresh
-            }
-            feed.closeAll(FiregateError(.unavailable, "This replica fell behind the commit log and reloaded the database. Listen again."))
+            replaceState(with: documents, ending: FiregateError(.unavailable,
+                "This replica fell behind the commit log and reloaded the database. Listen again."))
         case .commit(let upserts, let deletes, let commitTime):
             let record = state.withLock { state -> CommitRecord? in
                 var changes: [DocumentChange] = []
