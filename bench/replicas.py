@@ -22,7 +22,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from fgbench import (BenchError, BenchPostgres, HttpConn, Server, argument_parser, check_binary, commit_body,  # noqa: E402
-                     docs_root, emit, fmt_ms, log, percentile, raise_nofile, run_script)
+                     docs_root, emit, fmt_ms, log, percentile, raise_nofile, run_script, settle_rss)
 from listen import PAD, FanOut, open_listeners  # noqa: E402
 
 LEASE = 3
@@ -41,8 +41,11 @@ async def fanout(a: Server, b: Server, n: int, commits: int):
     if status != 200:
         raise BenchError(f"first commit on A -> {status}: {body}")
     fan = FanOut(n)
+    before = b.rss_kib()
     conns, open_s = await open_listeners(b, f"{root}/hot/doc:listen", n, fan, timeout=30)
-    log(f"    {n} listeners on B open and synced in {open_s:.2f} s")
+    after = await settle_rss(b, 1.0)
+    log(f"    {n} listeners on B open and synced in {open_s:.2f} s; B's RSS {before / 1024:.1f} → {after / 1024:.1f} MiB "
+        f"({(after - before) / n:.1f} KiB a listener); A's RSS {a.rss_kib() / 1024:.1f} MiB")
     await asyncio.sleep(LEASE / 3 + 0.5)   # A has seen B's heartbeat: it rings the doorbell
     lat, missing = [], 0
     try:

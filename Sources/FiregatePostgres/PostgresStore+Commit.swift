@@ -50,9 +50,7 @@ extension PostgresStore {
                     // A companion of another store runs once the commit is durable: after a crash
                     // in between, an edge client sends its write again (at least once, as the SDK
                     // does when an acknowledgement is lost). This store's own ran in the commit.
-                    if let other = batch.companion, !(other is PostgresEdgeCompanion && (other as! PostgresEdgeCompanion).store === self) {
-                        other.enqueueAlone()
-                    }
+                    if let other = batch.companion, (other as? PostgresEdgeCompanion)?.store !== self { other.enqueueAlone() }
                     completion(.success(()))
                 case .tree(_, let completion):
                     completion(lost.map { .failure(fencedOff($0)) } ?? .success(()))
