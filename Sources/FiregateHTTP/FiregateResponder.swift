@@ -1,6 +1,7 @@
 import FiregateBackend
 import FiregateEdge
 import FiregateModel
+import HTTPTypes
 import Hummingbird
 import Logging
 
@@ -22,6 +23,8 @@ public struct FiregateResponder: HTTPResponder {
     let adminToken: AdminToken
     let metrics: ServerMetrics
     let logger: Logger
+    /// `Firegate-Replica` on every answer when replicas share a PostgreSQL store.
+    var replicaID: String? { operations.backend.replicas?.replicaID }
 
     public func respond(to request: Request, context: Context) async throws -> Response {
         let started = ContinuousClock.now
@@ -43,6 +46,7 @@ public struct FiregateResponder: HTTPResponder {
                   response.headers[.contentEncoding] == nil, let accepted = request.headers[.acceptEncoding], FiregateResponder.acceptsGzip(accepted) {
             response = await FiregateResponder.gzipped(response)
         }
+        if let replicaID { response.headers[FiregateResponder.replicaHeader] = replicaID }
         let duration = ContinuousClock.now - started
         metrics.requestFinished(surface: surface, method: request.method.rawValue, status: response.status.code, duration: duration)
         if logger.logLevel <= .debug {
@@ -51,6 +55,8 @@ public struct FiregateResponder: HTTPResponder {
         }
         return response
     }
+
+    static let replicaHeader = HTTPField.Name("Firegate-Replica")!
 
     /// Whether the answer may be an event stream: a `:listen` (documents), or an `Accept` of
     /// event streams (tree, operations events, edge tree streams).

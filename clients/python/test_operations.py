@@ -1003,4 +1003,5 @@ def test_replicas_route_names_the_store(base_url):
         assert all(r["alive"] for r in body["replicas"] if r["id"] == body["self"])
     else:
         assert body == {"store": "sqlite", "replicas": []}
+        assert "Firegate-Replica" not in requests.get(f"{base_url}/emulator/v1/replicas", timeout=10).headers
 

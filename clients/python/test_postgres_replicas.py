@@ -248,3 +248,23 @@ def test_behind_the_shipped_nginx_config_each_project_has_one_owner_and_everythi
     finally:
         for proc in procs:
             stop_server(proc)
+
+
+def test_every_answer_names_its_replica(pair):
+    """`Firegate-Replica` on the fast path's answers and streams, the full path's, and gRPC's."""
+    import grpc
+    _, (_, a_base), (_, b_base) = pair
+    project = "p-" + uuid.uuid4().hex[:8]
+    docs = f"/v1/projects/{project}/databases/(default)/documents"
+    assert _write(a_base, project, 1).headers["Firegate-Replica"] == "a"
+    assert requests.get(f"{a_base}{docs}/c/d", timeout=10).headers["Firegate-Replica"] == "a"
+    assert requests.get(f"{b_base}{docs}/c/d", timeout=10).headers["Firegate-Replica"] == "b"
+    assert requests.get(f"{b_base}/emulator/v1/replicas", timeout=10).headers["Firegate-Replica"] == "b"
+    assert requests.get(f"{b_base}/x.json", params={"ns": project}, timeout=10).headers["Firegate-Replica"] == "b"
+    with requests.get(f"{b_base}{docs}/c/d:listen", stream=True, timeout=10) as stream:
+        assert stream.headers["Firegate-Replica"] == "b"
+    name = f"projects/{project}/databases/(default)/documents/c/d".encode()
+    with grpc.insecure_channel(b_base.removeprefix("http://")) as channel:
+        get = channel.unary_unary("/google.firestore.v1.Firestore/GetDocument")
+        _, call = get.with_call(b"\x0a" + bytes([len(name)]) + name, timeout=10)
+        assert ("firegate-replica", "b") in call.initial_metadata()

@@ -52,7 +52,7 @@ extension ConnectionFastPath {
 
     /// The connection serves `source` from now on; its input waits until the stream ends.
     func listen(_ source: any EventLoopStreamSource, path: String, started: ContinuousClock.Instant, context: ChannelHandlerContext) {
-        let listening = EventLoopStream(source, metrics: metrics)
+        let listening = EventLoopStream(source, metrics: metrics, replica: services.replicaID)
         self.listening = listening
         machine.streamStarted()
         // What the connection remembers of its requests is of no use while it streams.
@@ -119,7 +119,7 @@ extension ConnectionFastPath {
     func respond(_ answer: Answer, path: String, started: ContinuousClock.Instant, gzipped: Bool = false, context: ChannelHandlerContext) {
         let second = HTTPDate.currentSecond()
         if date.second != second { date = (second, HTTPDate.format(second)) }
-        context.write(wrapOutboundOut(answer.encoded(gzipped: gzipped, date: date.text, allocator: context.channel.allocator)), promise: nil)
+        context.write(wrapOutboundOut(answer.encoded(gzipped: gzipped, date: date.text, replica: services.replicaID, allocator: context.channel.allocator)), promise: nil)
         needsFlush = true
         logFinished(surface: answer.surface, method: answer.method, status: answer.status.code, path: path, started: started)
     }

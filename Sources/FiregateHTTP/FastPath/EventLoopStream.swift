@@ -41,9 +41,13 @@ final class EventLoopStream {
     /// Told when the stream ends on its own (its source ended), after its last chunk.
     var onEnd: (() -> Void)?
 
-    init(_ source: any EventLoopStreamSource, metrics: ServerMetrics) {
+    /// `Firegate-Replica` in the head, when replicas share a PostgreSQL store.
+    private let replica: String?
+
+    init(_ source: any EventLoopStreamSource, metrics: ServerMetrics, replica: String? = nil) {
         self.source = source
         self.metrics = metrics
+        self.replica = replica
     }
 
     /// The response head; then frames as the source has them.
@@ -58,6 +62,10 @@ final class EventLoopStream {
         head.writeString(HTTPDate.format(HTTPDate.currentSecond()))
         head.writeStaticString("\r\nServer: ")
         head.writeString(FiregateServer.serverName)
+        if let replica {
+            head.writeStaticString("\r\nFiregate-Replica: ")
+            head.writeString(replica)
+        }
         head.writeStaticString("\r\ntransfer-encoding: chunked\r\n\r\n")
         context.write(NIOAny(head), promise: nil)
         drain(context: context)

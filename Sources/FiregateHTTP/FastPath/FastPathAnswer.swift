@@ -16,7 +16,7 @@ extension ConnectionFastPath {
 
 extension ConnectionFastPath.Answer {
     /// The whole response: the head the full path would send for this answer, then the body.
-    func encoded(gzipped: Bool, date: String, allocator: ByteBufferAllocator) -> ByteBuffer {
+    func encoded(gzipped: Bool, date: String, replica: String?, allocator: ByteBufferAllocator) -> ByteBuffer {
         var out = allocator.buffer(capacity: body.count + 240)
         out.writeStaticString("HTTP/1.1 ")
         out.writeString("\(status.code) \(ConnectionFastPath.reasonPhrase(status))")
@@ -37,6 +37,10 @@ extension ConnectionFastPath.Answer {
         out.writeString(date)
         out.writeStaticString("\r\nServer: ")
         out.writeString(FiregateServer.serverName)
+        if let replica {
+            out.writeStaticString("\r\nFiregate-Replica: ")
+            out.writeString(replica)
+        }
         out.writeStaticString("\r\n\r\n")
         out.writeBytes(body)
         return out

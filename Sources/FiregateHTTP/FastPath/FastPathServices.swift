@@ -18,10 +18,13 @@ final class FastPathServices: Sendable {
     /// Installs a connection's full HTTP/1.1 path (Hummingbird's handlers and request loop), on
     /// its event loop, when its fast path first hands it input or an event it must see.
     let installFullPath: @Sendable (any Channel) -> Void
+    /// `Firegate-Replica` on every answer when replicas share a PostgreSQL store.
+    let replicaID: String?
 
     init(documents: DocumentRoutes, metrics: ServerMetrics, logger: Logger, sockets: RealtimeSockets?, enabled: Bool,
          installFullPath: @escaping @Sendable (any Channel) -> Void) {
         (self.documents, backend, rules) = (documents, documents.backend, FastPathRules(rules: documents.backend.rules))
         (self.metrics, self.logger, self.sockets, self.enabled, self.installFullPath) = (metrics, logger, sockets, enabled, installFullPath)
+        replicaID = documents.backend.replicas?.replicaID
     }
 }

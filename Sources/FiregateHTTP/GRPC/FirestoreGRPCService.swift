@@ -5,6 +5,7 @@ import Hummingbird
 import HummingbirdCore
 import HTTPTypes
 import NIOCore
+import NIOHPACK
 import SwiftProtobuf
 
 /// `google.firestore.v1.Firestore` over gRPC (DESIGN §1.5): every RPC is the twin of a REST
@@ -16,6 +17,14 @@ struct FirestoreGRPCService: Sendable {
     let connections: GRPCConnections
 
     static let pathPrefix = "/google.firestore.v1.Firestore/"
+
+    /// A call's response head: `Firegate-Replica` too when replicas share a PostgreSQL store.
+    var responseHead: HPACKHeaders {
+        guard let replica = backend.replicas?.replicaID else { return GRPCFastPath.responseHead }
+        var head = GRPCFastPath.responseHead
+        head.add(name: "firegate-replica", value: replica)
+        return head
+    }
 
     /// The service's methods (DESIGN §1.5).
     static let methods: Set<Substring> = [
@@ -32,7 +41,8 @@ struct FirestoreGRPCService: Sendable {
     /// Serves one call: the head at once, then the method's messages, then the status. A call
     /// is admitted through the connections registry first (a network switch may hold it offline).
     func respond(to request: Request, writer: consuming ResponseWriter, channel: any Channel) async throws {
-        let head = HTTPResponse(status: .ok, headerFields: [.contentType: "application/grpc"])
+        var head = HTTPResponse(status: .ok, headerFields: [.contentType: "application/grpc"])
+        if let replica = backend.replicas?.replicaID { head.headerFields[FiregateResponder.replicaHeader] = replica }
         var responses = GRPCMessageWriter(try await writer.writeHead(head))
         var requests = GRPCMessageReader(request.body)
         var status: FiregateError?

@@ -328,7 +328,7 @@ final class GRPCFastPath: ChannelInboundHandler {
         if case .failure(let error) = outcome { status = error } else { status = nil }
         service.connections.finished(method, status: status)
         guard calls[stream] != nil, context.channel.isActive else { return }
-        context.write(wrapOutboundOut(HTTP2Frame(streamID: stream, payload: .headers(.init(headers: GRPCFastPath.responseHead)))), promise: nil)
+        context.write(wrapOutboundOut(HTTP2Frame(streamID: stream, payload: .headers(.init(headers: service.responseHead)))), promise: nil)
         if case .success(let message) = outcome {
             context.write(wrapOutboundOut(HTTP2Frame(streamID: stream, payload: .data(.init(data: .byteBuffer(message))))), promise: nil)
         }

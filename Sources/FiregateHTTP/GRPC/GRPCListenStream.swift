@@ -51,7 +51,7 @@ final class GRPCListenStream {
 
     /// Sends the head; a switch that drops the call from now on ends it UNAVAILABLE.
     func start() {
-        context.write(NIOAny(HTTP2Frame(streamID: stream, payload: .headers(.init(headers: GRPCFastPath.responseHead)))), promise: nil)
+        context.write(NIOAny(HTTP2Frame(streamID: stream, payload: .headers(.init(headers: service.responseHead)))), promise: nil)
         flush()
         let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
         ticket.onTerminate { [loop = context.eventLoop] error in
