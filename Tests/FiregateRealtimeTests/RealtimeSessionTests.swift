@@ -2,6 +2,7 @@ import FiregateBackend
 import FiregateModel
 import FiregateRealtime
 import FiregateStore
+import Foundation
 import Synchronization
 import XCTest
 
@@ -26,6 +27,22 @@ final class RecordingTransport: RealtimeTransport {
         XCTFail("nothing matching was sent; sent: \(sent)")
         return sent
     }
+}
+
+/// A transport whose sends wait until `release()`: the session cannot finish answering, so
+/// what arrives meanwhile waits in its queue.
+final class StalledTransport: RealtimeTransport {
+    private let gate = DispatchSemaphore(value: 0)
+    private let closed = Mutex<String?>(nil)
+
+    func send(_ text: [UInt8]) {
+        gate.wait()
+        gate.signal()
+    }
+
+    func close(reason: String) { closed.withLock { $0 = reason } }
+    var closedReason: String? { closed.withLock { $0 } }
+    func release() { gate.signal() }
 }
 
 /// One socket's session over an in-memory tree: order of pushes and replies, writes, hashes,
@@ -152,7 +169,9 @@ final class RealtimeSessionTests: XCTestCase {
         XCTAssertEqual(transport.closedReason, "A message must be a JSON object (protocol v5).")
         var limits = RealtimeLimits()
         limits.maxQueuedRequests = 3
-        let flooded = RecordingTransport()
+        // The socket cannot take the replies (its sends wait), so the requests pile up.
+        let flooded = StalledTransport()
+        defer { flooded.release() }
         let slow = RealtimeSession(tree: tree, namespace: "ns", identity: .unauthenticated, transport: flooded, limits: limits)
         for i in 1...50 { request(slow, i, "g", #"{"p":"/"}"#) }
         XCTAssertEqual(flooded.closedReason, "More than 3 requests are waiting for their replies.")
