@@ -31,7 +31,7 @@ PROJECT = "bench-replicas"
 
 def replica(binary, url, name):
     return Server(binary, PROJECT, durable=True, label=f"replica-{name}",
-                  extra_args=["--store", url, "--replica-id", name, "--lease-seconds", str(LEASE), "--log-level", "warning"]).start()
+                  extra_args=["--store", url, "--replica-id", name, "--lease-seconds", str(LEASE)]).start()
 
 
 async def fanout(a: Server, b: Server, n: int, commits: int):
