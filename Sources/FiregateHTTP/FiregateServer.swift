@@ -38,6 +38,8 @@ public struct ServerConfiguration: Sendable {
     public var advertise: String?
     /// How long a replica's ownership of a scope lasts without renewal.
     public var leaseSeconds = 10
+    /// What requests forwarded between replicas carry (`Firegate-Cluster-Secret`); nil: nothing.
+    public var clusterSecret: String?
 
     public init() {}
 }
@@ -46,11 +48,18 @@ public struct ServerConfiguration: Sendable {
 public enum FiregateServer {
     public static func makeResponder(backend: Backend, clients: EdgeClients, configuration: ServerConfiguration = ServerConfiguration(),
                                      logger: Logger = Logger(label: "firegate")) -> FiregateResponder {
-        let documents = DocumentRoutes(backend: backend, listenOptions: configuration.listen)
+        var documents = DocumentRoutes(backend: backend, listenOptions: configuration.listen)
+        // A forwarded request waits for the owner at most a lease: an owner silent that long has
+        // lost its scopes, and the client's retry finds the next owner.
+        let forwarding = backend.replicas.map {
+            OwnerForwarding(directory: $0, secret: configuration.clusterSecret,
+                            client: ForwardingClient(timeout: .seconds(Int64(configuration.leaseSeconds))))
+        }
+        documents.forwarding = forwarding
         backend.rules.trust(adminToken: configuration.adminToken)
         return FiregateResponder(
             documents: documents,
-            tree: TreeRoutes(backend: backend),
+            tree: TreeRoutes(backend: backend, forwarding: forwarding),
             operations: OperationRoutes(backend: backend, clients: clients, ticker: documents.ticker, connections: ConnectionRegistry(backend: backend)),
             clients: ClientRoutes(clients: clients, documents: documents),
             staticFiles: StaticFiles(directory: configuration.publicDirectory ?? StaticFiles.locate(), logger: logger),
@@ -110,7 +119,8 @@ public enum FiregateServer {
         let sockets = RealtimeSockets(backend: documents.backend, registry: responder.operations.connections)
         let configuration = HTTP1Channel.Configuration(additionalChannelHandlers: [LingeringClose(), UnparsableRequestAnswer()])
         let grpc = FirestoreGRPCService(backend: documents.backend, listenOptions: documents.listenOptions,
-                                        connections: GRPCConnections(registry: responder.operations.connections, metrics: metrics))
+                                        connections: GRPCConnections(registry: responder.operations.connections, metrics: metrics),
+                                        forwarding: documents.forwarding)
         return HTTPServerBuilder { handler in
             let connections = OpenConnections()
             let install = FastPathHTTP1Channel.installer(HTTP1Channel(responder: handler, configuration: configuration), connections: connections, logger: logger)

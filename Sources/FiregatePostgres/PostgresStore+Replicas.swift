@@ -35,6 +35,41 @@ extension PostgresStore: ReplicaDirectory {
         }
     }
 
+    public func owner(of scope: ScopeLease.Scope) throws(FiregateError) -> ReplicaAddress? {
+        let stored = PostgresStore.scope(scope)
+        if leases.hold(stored).epoch != nil { return nil }
+        return try readOnce { session throws(FiregateError) -> ReplicaAddress? in
+            guard let row = try session.query("""
+                SELECT h.owner, coalesce(r.address, '') FROM fg_heads h LEFT JOIN fg_replicas r ON r.replica = h.owner
+                WHERE h.scope = \(stored) AND h.owner IS NOT NULL AND h.owner <> \(replicaID) AND h.lease_until > now()
+                """).rows.first else { return nil }
+            let (id, address) = try decode(row, (String, String).self)
+            return ReplicaAddress(id: id, address: address)
+        }
+    }
+
+    public func holdsLease(of scope: ScopeLease.Scope) -> Bool {
+        leases.hold(PostgresStore.scope(scope)).epoch != nil
+    }
+
+    public func logSeq(of scope: ScopeLease.Scope) -> Int64? {
+        leases.existing(PostgresStore.scope(scope))?.seq
+    }
+
+    public func awaitLog(of scope: ScopeLease.Scope, through seq: Int64, timeout: Duration) async {
+        let stored = PostgresStore.scope(scope)
+        let deadline = ContinuousClock.now + timeout
+        var nextPoll = ContinuousClock.now
+        // The owner's doorbell usually brings the commit first; the poll covers a lost one.
+        while let held = leases.existing(stored)?.seq, held < seq, ContinuousClock.now < deadline {
+            if ContinuousClock.now >= nextPoll {
+                tail.pollSoon(self)
+                nextPoll = ContinuousClock.now + .milliseconds(50)
+            }
+            try? await Task.sleep(for: .milliseconds(1))
+        }
+    }
+
     /// A timestamptz column as RFC 3339 in UTC.
     static func rfc3339(_ column: String) -> String {
         "to_char(\(column) AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"')"

@@ -1,4 +1,5 @@
 import FiregateModel
+import FiregateStore
 import Foundation
 import Logging
 import PostgresNIO
@@ -74,6 +75,13 @@ public final class PostgresStore: Sendable {
         return try reader.transaction(isolation: "REPEATABLE READ READ ONLY") { () throws(FiregateError) -> T in try body(reader) }
     }
 
+    /// One statement on the reader outside a snapshot, between loads.
+    func readOnce<T>(_ body: (PostgresSession) throws(FiregateError) -> T) throws(FiregateError) -> T {
+        readLock.lock()
+        defer { readLock.unlock() }
+        return try body(reader)
+    }
+
     /// Renews this replica's leases and heartbeat every third of the lease. A renewal that
     /// finds a scope no longer held at its epoch forgets the hold (the next commit acquires
     /// again, and fails if another replica wrote meanwhile); one that cannot reach PostgreSQL
@@ -135,6 +143,13 @@ public final class PostgresStore: Sendable {
     /// The scope of a tree namespace.
     static func scope(namespace: String) -> String { PostgresText.stored("t:\(namespace)") }
 
+    static func scope(_ scope: ScopeLease.Scope) -> String {
+        switch scope {
+        case .documents(let project, let database): PostgresStore.scope(DatabaseID(project: project, database: database))
+        case .tree(let namespace): PostgresStore.scope(namespace: namespace)
+        }
+    }
+
     static func database(ofScope stored: String) -> DatabaseID? {
         let scope = PostgresText.loaded(stored)
         guard scope.hasPrefix("d:") else { return nil }
@@ -163,6 +178,9 @@ final class ScopeLeases: Sendable {
 
     func hold(_ scope: String) -> Hold { holds.withLock { $0[scope] ?? Hold() } }
 
+    /// The hold of a scope in memory here, nil for one never loaded.
+    func existing(_ scope: String) -> Hold? { holds.withLock { $0[scope] } }
+
     /// The engine's memory now reflects the log up to `seq` (after a load).
     func loaded(_ scope: String, seq: Int64) { holds.withLock { $0[scope, default: Hold()].seq = seq } }
 
@@ -189,7 +207,4 @@ final class ScopeLeases: Sendable {
             for (scope, hold) in holds where hold.epoch != nil && renewed[scope] != hold.epoch { holds[scope]?.epoch = nil }
         }
     }
-
-    /// The scopes held now, with their epochs (for the status route and tests).
-    var held: [String: Int64] { holds.withLock { $0.compactMapValues(\.epoch) } }
 }

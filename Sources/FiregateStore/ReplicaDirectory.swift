@@ -1,3 +1,5 @@
+import FiregateModel
+
 /// The replicas sharing a store and what each owns (`GET /emulator/v1/replicas`); only a store
 /// shared by several processes (PostgreSQL) has one.
 public protocol ReplicaDirectory: Sendable {
@@ -5,6 +7,19 @@ public protocol ReplicaDirectory: Sendable {
     var replicaID: String { get }
     /// Every replica that ever registered, with the scopes it holds a lease on.
     func replicas() throws -> [ReplicaStatus]
+    /// The live replica that owns `scope` when that is not this one: writes to it go there.
+    /// Nil when this replica holds the lease, or no replica holds a lease that has not run out
+    /// (this replica then takes it with its first write).
+    func owner(of scope: ScopeLease.Scope) throws(FiregateError) -> ReplicaAddress?
+    /// Whether this replica holds the lease of `scope` as far as it knows, without asking the
+    /// store (the commit's fence has the last word).
+    func holdsLease(of scope: ScopeLease.Scope) -> Bool
+    /// The last commit log `seq` this replica's memory of `scope` reflects; nil when it holds
+    /// none (the scope then loads from the store, up to date, when first used).
+    func logSeq(of scope: ScopeLease.Scope) -> Int64?
+    /// Returns once this replica's memory of `scope` reflects the log through `seq`, holds none,
+    /// or `timeout` has passed: a write forwarded to the owner is then visible here too.
+    func awaitLog(of scope: ScopeLease.Scope, through seq: Int64, timeout: Duration) async
 }
 
 /// One replica as the store records it. Times are RFC 3339, UTC.
@@ -47,5 +62,16 @@ public struct ScopeLease: Sendable, Equatable {
         self.leaseUntil = leaseUntil
         self.expired = expired
         self.seq = seq
+    }
+}
+
+/// Another replica, as writes forwarded to it need it: its id and the URL it advertises.
+public struct ReplicaAddress: Sendable, Equatable {
+    public var id: String
+    public var address: String
+
+    public init(id: String, address: String) {
+        self.id = id
+        self.address = address
     }
 }

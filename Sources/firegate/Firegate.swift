@@ -45,6 +45,9 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "Seconds a replica owns a database or namespace without renewing (env FIREGATE_LEASE_SECONDS).")
     var leaseSeconds: Int = Int(ProcessInfo.processInfo.environment["FIREGATE_LEASE_SECONDS"] ?? "") ?? 10
 
+    @Option(help: "What requests forwarded between replicas must carry; the same on every replica (env FIREGATE_CLUSTER_SECRET).")
+    var clusterSecret: String? = ProcessInfo.processInfo.environment["FIREGATE_CLUSTER_SECRET"].flatMap { $0.isEmpty ? nil : $0 }
+
     @Option(help: "Default project id and tree namespace (env FIREGATE_PROJECT).")
     var project: String = ProcessInfo.processInfo.environment["FIREGATE_PROJECT"] ?? "demo-project"
 
@@ -119,6 +122,7 @@ struct Serve: AsyncParsableCommand {
         configuration.replicaID = replicaID
         configuration.advertise = advertise
         configuration.leaseSeconds = leaseSeconds
+        configuration.clusterSecret = clusterSecret
         let backend: Backend
         do {
             backend = try await FiregateServer.openBackend(configuration)

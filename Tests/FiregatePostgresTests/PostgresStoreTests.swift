@@ -67,6 +67,27 @@ final class PostgresStoreTests: XCTestCase {
         XCTAssertEqual(try database.sql("SELECT convert_from(fields, 'UTF8') FROM fg_documents"), [[#"{"n":{"integerValue":"1"}}"#]])
     }
 
+    func testWritesGoToTheLiveOwnerAndToNobodyOnceItsLeaseRanOut() async throws {
+        let database = try TestDatabase()
+        let a = try database.store("a"), b = try database.store("b")
+        defer { a.close(); b.close() }
+        let scope = ScopeLease.Scope.documents(project: "p", database: "(default)")
+        // Nobody owns it: either may take it.
+        XCTAssertNil(try a.owner(of: scope))
+        XCTAssertNil(try b.owner(of: scope))
+        let outcome = await commit(PostgresDocumentStorage(store: a), upserts: [document("c/a", 1)])
+        XCTAssertNil(status(outcome))
+        XCTAssertTrue(a.holdsLease(of: scope))
+        XCTAssertFalse(b.holdsLease(of: scope))
+        XCTAssertNil(try a.owner(of: scope), "the owner serves its own writes")
+        XCTAssertEqual(try b.owner(of: scope), ReplicaAddress(id: "a", address: "http://a"))
+        XCTAssertNil(try b.owner(of: .tree(namespace: "p")), "a namespace is a scope of its own")
+        XCTAssertEqual(a.logSeq(of: scope), 1)
+        XCTAssertNil(b.logSeq(of: scope), "b holds nothing of it in memory")
+        try database.sql("UPDATE fg_heads SET lease_until = now() - interval '1 second'")
+        XCTAssertNil(try b.owner(of: scope), "an expired lease sends writes nowhere: b takes it")
+    }
+
     func testAnOwnerWhoseLeaseWasTakenOverWritesNothingAndReloadsBeforeWritingAgain() async throws {
         let database = try TestDatabase()
         let a = try database.store("a"), b = try database.store("b")

@@ -1,7 +1,7 @@
-"""Two replicas on one PostgreSQL store (DESIGN §1.8), as far as they go today: each database is
-written by one owner under a lease; another replica's write is refused UNAVAILABLE while the
-owner lives; a paused owner loses its lease, another replica takes the database over within the
-lease and 2 s, and the old owner, resumed, is fenced off: it writes nothing.
+"""Replicas on one PostgreSQL store (DESIGN §1.8): each database and namespace is written by one
+owner under a lease; a write that reaches another replica is forwarded to the owner (REST as it
+came, gRPC as its REST twin); a paused owner loses its lease, another replica takes the scope over
+within the lease and 2 s, and the old owner, resumed, is fenced off: it writes nothing itself.
 
 Runs when the suite runs on PostgreSQL (FIREGATE_TEST_STORE)."""
 import os
@@ -19,12 +19,14 @@ from sse import SSEStream
 pytestmark = pytest.mark.skipif(not postgres_store(), reason="needs FIREGATE_TEST_STORE (the suite on PostgreSQL)")
 
 LEASE = 2
+SECRET = "test-cluster-secret"
 
 
 def _replica(url, name, data_dir):
     port = _free_port()
     proc = subprocess.Popen([_binary(), "serve", "--host", "127.0.0.1", "--port", str(port), "--log-level", "warning",
-                             "--store", url, "--data-dir", str(data_dir), "--replica-id", name, "--lease-seconds", str(LEASE)],
+                             "--store", url, "--data-dir", str(data_dir), "--replica-id", name, "--lease-seconds", str(LEASE),
+                             "--cluster-secret", SECRET],
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     base = f"http://127.0.0.1:{port}"
     deadline = time.time() + 30
@@ -60,18 +62,27 @@ def _stored(url, project):
                           capture_output=True, text=True, check=True).stdout.strip()
 
 
+def _epoch(url, scope):
+    return subprocess.run(["psql", url, "-Atc", f"SELECT owner || ' ' || owner_epoch FROM fg_heads WHERE scope = '{scope}'"],
+                          capture_output=True, text=True, check=True).stdout.strip()
+
+
 def test_one_owner_a_paused_owner_is_fenced_off_and_another_takes_over(pair):
     url, (a, a_base), (b, b_base) = pair
     project = "p-" + uuid.uuid4().hex[:8]
     assert _write(a_base, project, 1).status_code == 200
     assert requests.put(f"{a_base}/x.json", params={"ns": project}, json=1, timeout=10).status_code == 200
-    tree_refused = requests.put(f"{b_base}/x.json", params={"ns": project}, json=2, timeout=10)
-    assert tree_refused.status_code == 503 and "owned by replica a" in tree_refused.json()["error"], tree_refused.text
-    refused = _write(b_base, project, 2)
-    assert refused.status_code == 503, refused.text
-    assert refused.json()["error"]["status"] == "UNAVAILABLE"
-    assert "owned by replica a" in refused.json()["error"]["message"]
-    assert _stored(url, project) == '{"n":{"integerValue":"1"}}'
+    # B's writes go to A, the owner, and come back as A answered them.
+    forwarded = _write(b_base, project, 2)
+    assert forwarded.status_code == 200, forwarded.text
+    assert forwarded.headers["Firegate-Forwarded-To"] == "a" and forwarded.headers["Firegate-Replica"] == "b"
+    assert forwarded.json()["fields"]["n"] == {"integerValue": "2"}
+    tree_forwarded = requests.put(f"{b_base}/x.json", params={"ns": project}, json=2, timeout=10)
+    assert tree_forwarded.status_code == 200 and tree_forwarded.json() == 2, tree_forwarded.text
+    assert tree_forwarded.headers["Firegate-Forwarded-To"] == "a"
+    assert _stored(url, project) == '{"n":{"integerValue":"2"}}'
+    assert _epoch(url, f"d:{project}/(default)") == "a 1"
+    assert requests.get(f"{a_base}/x.json", params={"ns": project}, timeout=10).json() == 2
 
     a.send_signal(signal.SIGSTOP)
     stopped = time.monotonic()
@@ -91,15 +102,29 @@ def test_one_owner_a_paused_owner_is_fenced_off_and_another_takes_over(pair):
     got = requests.get(f"{b_base}/v1/projects/{project}/databases/(default)/documents/c/d", timeout=10).json()
     assert got["fields"]["n"] == {"integerValue": "3"}
 
-    # The old owner wakes up and writes with the epoch it had: refused, nothing stored.
+    # The old owner wakes up with the epoch it had. It writes nothing itself: a write it still
+    # tries is fenced off (UNAVAILABLE), one it no longer owns goes to B.
     a.send_signal(signal.SIGCONT)
+    owner_now = _epoch(url, f"d:{project}/(default)")
+    assert owner_now.startswith("b "), owner_now
     stale = _write(a_base, project, 99)
-    assert stale.status_code == 503, stale.text
-    assert stale.json()["error"]["status"] == "UNAVAILABLE"
-    assert _stored(url, project) == '{"n":{"integerValue":"3"}}'
+    if stale.status_code == 503:
+        assert stale.json()["error"]["status"] == "UNAVAILABLE"
+        assert _stored(url, project) == '{"n":{"integerValue":"3"}}'
+    else:
+        assert stale.status_code == 200 and stale.headers["Firegate-Forwarded-To"] == "b", stale.text
+        assert _stored(url, project) == '{"n":{"integerValue":"99"}}'
+    assert _epoch(url, f"d:{project}/(default)") == owner_now
     tree_stale = requests.put(f"{a_base}/x.json", params={"ns": project}, json=99, timeout=10)
-    assert tree_stale.status_code == 503, tree_stale.text
-    assert requests.get(f"{b_base}/x.json", params={"ns": project}, timeout=10).json() == 3
+    assert tree_stale.status_code == 503 or tree_stale.headers["Firegate-Forwarded-To"] == "b", tree_stale.text
+    assert _epoch(url, f"t:{project}").startswith("b ")
+    # Once A has seen it lost the scope, its writes go to B.
+    deadline = time.monotonic() + 5
+    while (r := _write(a_base, project, 4)).status_code != 200:
+        assert r.status_code == 503 and time.monotonic() < deadline, r.text
+        time.sleep(0.1)
+    assert r.headers["Firegate-Forwarded-To"] == "b"
+    assert _stored(url, project) == '{"n":{"integerValue":"4"}}'
     # The status route says who owns what now (from either replica).
     status = requests.get(f"{a_base}/emulator/v1/replicas", timeout=10).json()
     assert status["store"] == "postgresql" and status["self"] == "a"
@@ -268,3 +293,190 @@ def test_every_answer_names_its_replica(pair):
         get = channel.unary_unary("/google.firestore.v1.Firestore/GetDocument")
         _, call = get.with_call(b"\x0a" + bytes([len(name)]) + name, timeout=10)
         assert ("firegate-replica", "b") in call.initial_metadata()
+
+
+@pytest.fixture
+def trio(tmp_path):
+    """Replicas a, b and c on one fresh database: (url, [(process, URL)] * 3)."""
+    url = postgres_database_url(tmp_path / "shared")
+    replicas = [_replica(url, name, tmp_path / name) for name in ("a", "b", "c")]
+    yield url, replicas
+    for proc, _ in replicas:
+        if proc.poll() is None:
+            stop_server(proc)
+
+
+def test_a_request_claiming_to_come_from_a_replica_needs_the_cluster_secret(pair):
+    _, (_, a_base), (_, b_base) = pair
+    project = "p-" + uuid.uuid4().hex[:8]
+    assert _write(a_base, project, 1).status_code == 200
+    url = f"{b_base}/v1/projects/{project}/databases/(default)/documents/c/d"
+    body = {"fields": {"n": {"integerValue": "5"}}}
+    forged = requests.patch(url, json=body, headers={"Firegate-Forwarded-By": "a"}, timeout=10)
+    assert forged.status_code == 403 and forged.json()["error"]["status"] == "PERMISSION_DENIED", forged.text
+    assert "cluster secret" in forged.json()["error"]["message"]
+    wrong = requests.put(f"{b_base}/x.json", params={"ns": project}, json=1,
+                         headers={"Firegate-Forwarded-By": "a", "Firegate-Cluster-Secret": "nope"}, timeout=10)
+    assert wrong.status_code == 403 and "cluster secret" in wrong.json()["error"], wrong.text
+    # With the secret, B runs it itself (a forwarded request is never forwarded again), and
+    # B is not the owner: refused UNAVAILABLE, nothing written.
+    marked = requests.patch(url, json=body, headers={"Firegate-Forwarded-By": "a", "Firegate-Cluster-Secret": SECRET}, timeout=10)
+    assert marked.status_code == 503 and "owned by replica a" in marked.json()["error"]["message"], marked.text
+    assert requests.get(url, timeout=10).json()["fields"]["n"] == {"integerValue": "1"}
+
+
+def _increment_in_transaction(base, project, rounds, results):
+    """`rounds` REST transactions on `base`, each reading counter/c and writing it + 1, retried on
+    ABORTED; appends the number committed to `results`."""
+    docs = f"{base}/v1/projects/{project}/databases/(default)/documents"
+    session = requests.Session()
+    committed = 0
+    for _ in range(rounds):
+        while True:
+            tx = session.post(f"{docs}:beginTransaction", json={}, timeout=10)
+            assert tx.status_code == 200, tx.text
+            transaction = tx.json()["transaction"]
+            got = session.get(f"{docs}/counter/c", params={"transaction": transaction}, timeout=10)
+            assert got.status_code == 200, got.text
+            n = int(got.json()["fields"]["n"]["integerValue"])
+            done = session.post(f"{docs}:commit", json={"transaction": transaction, "writes": [{"update": {
+                "name": f"projects/{project}/databases/(default)/documents/counter/c", "fields": {"n": {"integerValue": str(n + 1)}}}}]},
+                timeout=10)
+            if done.status_code == 200:
+                committed += 1
+                break
+            assert done.status_code == 409 and done.json()["error"]["status"] == "ABORTED", done.text
+    results.append(committed)
+
+
+def _increment_by_etag(base, ns, rounds, results):
+    """`rounds` compare-and-set increments of /counter on `base` (ETag, if-match), retried on 412."""
+    session = requests.Session()
+    for _ in range(rounds):
+        while True:
+            got = session.get(f"{base}/counter.json", params={"ns": ns}, headers={"X-Firebase-ETag": "true"}, timeout=10)
+            assert got.status_code == 200, got.text
+            put = session.put(f"{base}/counter.json", params={"ns": ns}, json=got.json() + 1,
+                              headers={"if-match": got.headers["ETag"]}, timeout=10)
+            if put.status_code == 200:
+                break
+            assert put.status_code == 412, put.text
+    results.append(rounds)
+
+
+def test_transactions_and_compare_and_set_from_all_replicas_at_once_lose_no_update(trio):
+    import threading
+    _, replicas = trio
+    project = "p-" + uuid.uuid4().hex[:8]
+    a_base = replicas[0][1]
+    docs = f"{a_base}/v1/projects/{project}/databases/(default)/documents"
+    assert requests.patch(f"{docs}/counter/c", json={"fields": {"n": {"integerValue": "0"}}}, timeout=10).status_code == 200
+    assert requests.put(f"{a_base}/counter.json", params={"ns": project}, json=0, timeout=10).status_code == 200
+    rounds = 15
+    results, threads = [], []
+    for _, base in replicas:
+        for _ in range(2):
+            threads.append(threading.Thread(target=_increment_in_transaction, args=(base, project, rounds, results)))
+            threads.append(threading.Thread(target=_increment_by_etag, args=(base, project, rounds, results)))
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(120)
+    assert len(results) == len(threads), "a worker failed (see its assertion above)"
+    expected = rounds * 6
+    for _, base in replicas:
+        deadline = time.monotonic() + 5
+        while True:
+            n = requests.get(f"{base}/v1/projects/{project}/databases/(default)/documents/counter/c", timeout=10).json()["fields"]["n"]
+            tree = requests.get(f"{base}/counter.json", params={"ns": project}, timeout=10).json()
+            if n == {"integerValue": str(expected)} and tree == expected:
+                break
+            assert time.monotonic() < deadline, f"{base}: document {n}, tree {tree}, expected {expected} each"
+            time.sleep(0.05)
+
+
+def test_a_real_client_on_a_follower_writes_and_runs_transactions_through_the_owner(pair, monkeypatch):
+    from google.cloud import firestore
+    _, (_, a_base), (_, b_base) = pair
+    project = "p-" + uuid.uuid4().hex[:8]
+    assert _write(a_base, project, 1).status_code == 200  # A owns the database
+    monkeypatch.setenv("FIRESTORE_EMULATOR_HOST", b_base.removeprefix("http://"))
+    client = firestore.Client(project=project)
+    ref = client.collection("c").document("d")
+    ref.set({"n": 10, "who": "b"})
+    ref.update({"n": firestore.Increment(5)})
+
+    @firestore.transactional
+    def bump(tx):
+        snapshot = ref.get(transaction=tx)
+        tx.update(ref, {"n": snapshot.get("n") + 1})
+
+    for _ in range(3):
+        bump(client.transaction())
+    batch = client.batch()
+    batch.set(client.collection("c").document("e"), {"ok": True})
+    batch.commit()
+    assert client.collection("c").document("e").get().to_dict() == {"ok": True}
+    client.collection("c").document("e").delete()
+    got = requests.get(f"{a_base}/v1/projects/{project}/databases/(default)/documents/c/d", timeout=10).json()
+    assert got["fields"] == {"n": {"integerValue": "18"}, "who": {"stringValue": "b"}}
+    assert requests.get(f"{a_base}/v1/projects/{project}/databases/(default)/documents/c/e", timeout=10).status_code == 404
+    status = requests.get(f"{a_base}/emulator/v1/replicas", timeout=10).json()
+    owners = [r["id"] for r in status["replicas"] for o in r["owns"] if o.get("project") == project]
+    assert owners == ["a"], owners
+    client.close()
+
+
+def test_kill_9_of_the_owner_under_write_load_loses_no_acknowledged_write(trio):
+    import threading
+    url, replicas = trio
+    (a, a_base), (_, b_base), (_, c_base) = replicas
+    project = "p-" + uuid.uuid4().hex[:8]
+    docs = f"/v1/projects/{project}/databases/(default)/documents"
+    assert _write(a_base, project, 0).status_code == 200  # A owns the database
+    acknowledged = {b_base: [], c_base: [], a_base: []}
+    stop = threading.Event()
+
+    def writer(base):
+        session = requests.Session()
+        n = 0
+        while not stop.is_set():
+            doc = f"{base.rsplit(':', 1)[1]}-{n}"
+            try:
+                r = session.patch(f"{base}{docs}/load/{doc}", json={"fields": {"n": {"integerValue": str(n)}}}, timeout=LEASE + 3)
+            except requests.ConnectionError:
+                time.sleep(0.05)  # A, once killed
+                continue
+            if r.status_code == 200:
+                acknowledged[base].append(doc)
+                n += 1
+            else:
+                assert r.status_code == 503 and r.json()["error"]["status"] == "UNAVAILABLE", r.text
+                time.sleep(0.05)
+
+    threads = [threading.Thread(target=writer, args=(base,)) for base in acknowledged]
+    for thread in threads:
+        thread.start()
+    time.sleep(1.5)
+    before = sum(len(v) for v in acknowledged.values())
+    a.kill()
+    a.wait()
+    killed = time.monotonic()
+    # Writes succeed again once A's lease has run out.
+    while len(acknowledged[b_base]) + len(acknowledged[c_base]) <= before + 5:
+        assert time.monotonic() - killed < LEASE + 4, "no write succeeded after the owner died"
+        time.sleep(0.05)
+    time.sleep(1)
+    stop.set()
+    for thread in threads:
+        thread.join(30)
+    assert before > 10, f"only {before} writes before the kill"
+    everything = [doc for docs_of in acknowledged.values() for doc in docs_of]
+    stored = set(subprocess.run(["psql", url, "-Atc", f"SELECT path FROM fg_documents WHERE scope = 'd:{project}/(default)'"],
+                                capture_output=True, text=True, check=True).stdout.split())
+    missing = [doc for doc in everything if f"load/{doc}" not in stored]
+    assert not missing, f"{len(missing)} acknowledged writes are not in the store: {missing[:5]}"
+    listed = requests.get(f"{b_base}{docs}/load", params={"pageSize": 10000}, timeout=10).json().get("documents", [])
+    served = {d["name"].rsplit("/", 1)[1] for d in listed}
+    assert set(everything) <= served, f"B does not serve {len(set(everything) - served)} acknowledged writes"
+    print(f"  {len(everything)} acknowledged writes ({before} before the kill), all present")

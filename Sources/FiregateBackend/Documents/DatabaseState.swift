@@ -27,6 +27,8 @@ struct DatabaseState {
     /// A batch failed to reach the disk: the state is being reloaded from storage, and commits
     /// are refused until it is.
     var recovering = false
+    /// Writers told of a failed batch once the reload that drops it is done (`recoverFromStorage`).
+    var afterReload: [@Sendable () -> Void] = []
     /// Commit time of the newest commit dropped from `history` (reads before it are refused).
     var prunedThrough: Timestamp?
 

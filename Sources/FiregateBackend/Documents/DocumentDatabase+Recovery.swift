@@ -15,12 +15,17 @@ extension DocumentDatabase {
     }
 
     /// After a batch failed to reach the disk, the memory holds a write that is not durable:
-    /// refuse commits, reload the state from storage (after every batch queued so far), and end
-    /// the listeners, whose view may have included the lost write.
+    /// refuse commits from now on, reload the state from storage (after every batch queued so
+    /// far), and end the listeners, whose view may have included the lost write. `then` runs
+    /// once the memory no longer holds it (or the first reload failed), so a writer told of the
+    /// failure never reads its lost write back.
+    /// Called off the storage's thread and outside the state's lock (a storage callback may
+    /// run under either).
     /// A load that fails (the store unreachable) is tried again every second, the database
     /// refusing commits meanwhile, so it comes back by itself once the store does.
-    func recoverFromStorage() {
+    func recoverFromStorage(then done: @escaping @Sendable () -> Void = {}) {
         let start = state.withLock { current -> Bool in
+            current.afterReload.append(done)
             guard !current.recovering else { return false }
             current.recovering = true
             return true
@@ -31,6 +36,11 @@ extension DocumentDatabase {
     private func reloadFromStorage() {
         storage.enqueueLoad(id) { [self] result in
             guard case .success(let documents) = result else {
+                let waiting = state.withLock { state in
+                    defer { state.afterReload = [] }
+                    return state.afterReload
+                }
+                for done in waiting { done() }
                 DispatchQueue.global().asyncAfter(deadline: .now() + 1) { self.reloadFromStorage() }
                 return
             }
@@ -40,16 +50,20 @@ extension DocumentDatabase {
     }
 
     /// Replaces what the database holds with `documents` (a new sequence, no history before it)
-    /// and ends its listeners with `reason`: what they were told may be gone.
+    /// and ends its listeners with `reason`: what they were told may be gone. Writers waiting
+    /// for a reload are answered then.
     func replaceState(with documents: [Document], ending reason: FiregateError) {
-        state.withLock { state in
+        let waiting = state.withLock { state in
+            let waiting = state.afterReload
             var fresh = DatabaseState()
             fresh.sequence = state.sequence + 1
             fresh.prunedThrough = clock.now()
             for document in documents { fresh.put(document) }
             state = fresh
+            return waiting
         }
         feed.closeAll(reason)
+        for done in waiting { done() }
     }
 
     /// Applies a commit another replica made (read from the shared store's log): installs its

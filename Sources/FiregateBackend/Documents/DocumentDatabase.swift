@@ -401,9 +401,10 @@ public final class DocumentDatabase: Sendable {
             case .success:
                 feed.publish(record)
                 operations?.record(.commit(database: id, commitTime: commitTime, documents: record.changes.map(\.path)))
-            case .failure: DispatchQueue.global().async { self.recoverFromStorage() }
+                signal.complete(outcome)
+            case .failure:
+                DispatchQueue.global().async { self.recoverFromStorage { signal.complete(outcome) } }
             }
-            signal.complete(outcome)
         }
         return (result, signal)
     }

@@ -10,6 +10,8 @@ struct DocumentRoutes: Sendable {
     let listenOptions: ListenOptions
     let ticker: KeepAliveTicker
     let frames = ListenFrameCache()
+    /// On replicas: writes and transactions go to the database's owner.
+    var forwarding: OwnerForwarding?
 
     init(backend: Backend, listenOptions: ListenOptions) {
         self.backend = backend
@@ -18,10 +20,12 @@ struct DocumentRoutes: Sendable {
     }
 
     func respond(to request: Request, context: BasicRequestContext) async -> Response {
+        var request = request
         var judge: DocumentRulesJudge?
         var response: Response
         do {
             let target = try DocumentRequestPath.parse(request.uri.path)
+            if let answer = try await forwarded(target, &request) { return answer }
             // The caller is read only when rules judge the request, or for a listen (judged again
             // if rules are loaded later).
             let rules = backend.rules
@@ -34,6 +38,7 @@ struct DocumentRoutes: Sendable {
                 access = ListenAccess(rules: rules, caller: caller)
             }
             response = try await dispatch(target, request, judge, access: access)
+            forwarding?.mark(&response, answering: request.headers, scope: Self.scope(target))
         } catch {
             response = ErrorResponse.firestore(error)
         }

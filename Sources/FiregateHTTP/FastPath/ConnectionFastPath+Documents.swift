@@ -1,5 +1,6 @@
 import FiregateBackend
 import FiregateModel
+import FiregateStore
 import HTTPTypes
 import NIOCore
 
@@ -38,6 +39,9 @@ extension ConnectionFastPath {
     func documentCommit(_ target: DocumentRequestPath, _ request: SimpleRequest, body: ByteBuffer?) -> FastPathRules.CommitStart? {
         guard let body, let json = try? JSONParser.parse(Array(body.readableBytesView)), case .object = json else { return nil }
         if let transaction = json.member("transaction"), transaction != .null { return nil }
+        // On replicas, a commit this replica may not own takes the full path, which forwards it.
+        if let replicas = backend.replicas,
+           !replicas.holdsLease(of: .documents(project: target.database.project, database: target.database.database)) { return nil }
         let database = backend.documents.database(target.database)
         guard let writes = try? DocumentCalls.parseWrites(json, database) else { return nil }
         if let verdict = rules.judge(target.database, authorization: request.authorization) { return rules.commit(writes, database, verdict) }

@@ -69,15 +69,26 @@ extension FirestoreGRPCService {
         let (database, parent) = try resolve(request.parent, document: false)
         guard !request.collectionID.isEmpty else { throw .invalidArgument("CreateDocument needs a collection_id.") }
         try ResourcePath.validateID(request.collectionID)
+        let json = try request.restJSON()
+        var query = Self.query(precondition: nil, mask: json.member("mask"))
+        if !request.documentID.isEmpty { query.insert(("documentId", request.documentID), at: 0) }
+        if let answer = try await forwarded(database.id, method: .POST, Self.restURI("\(request.parent)/\(request.collectionID)", query: query),
+                                            try request.document.restJSON()) {
+            return try Google_Firestore_V1_Document(restJSON: answer)
+        }
         let path = try await DocumentCalls.createDocument(database, parent.appending(request.collectionID), id: request.documentID,
                                                           document: try request.document.restJSON(), judge: judge(database))
-        let mask = try DocumentRoutes.mask(try request.restJSON().member("mask"))
+        let mask = try DocumentRoutes.mask(json.member("mask"))
         return try Google_Firestore_V1_Document(restJSON: try DocumentCalls.written(database, path, mask: mask))
     }
 
     func updateDocument(_ request: Google_Firestore_V1_UpdateDocumentRequest) async throws(FiregateError) -> Google_Firestore_V1_Document {
         let (database, path) = try resolve(request.document.name, document: true)
         let json = try request.restJSON()
+        let query = Self.query(precondition: json.member("currentDocument"), mask: json.member("mask"), updateMask: json.member("updateMask"))
+        if let answer = try await forwarded(database.id, method: .PATCH, Self.restURI(request.document.name, query: query), try request.document.restJSON()) {
+            return try Google_Firestore_V1_Document(restJSON: answer)
+        }
         try await DocumentCalls.updateDocument(database, path, document: try request.document.restJSON(),
                                                updateMask: request.hasUpdateMask ? request.updateMask.fieldPaths : nil,
                                                precondition: try Precondition(json: json.member("currentDocument")), judge: judge(database))
@@ -86,21 +97,34 @@ extension FirestoreGRPCService {
 
     func deleteDocument(_ request: Google_Firestore_V1_DeleteDocumentRequest) async throws(FiregateError) -> Google_Protobuf_Empty {
         let (database, path) = try resolve(request.name, document: true)
-        let precondition = try Precondition(json: try request.restJSON().member("currentDocument"))
+        let json = try request.restJSON()
+        if try await forwarded(database.id, method: .DELETE, Self.restURI(request.name, query: Self.query(precondition: json.member("currentDocument"), mask: nil)),
+                               nil) != nil {
+            return Google_Protobuf_Empty()
+        }
+        let precondition = try Precondition(json: json.member("currentDocument"))
         _ = try await database.commit([Write(path: path, operation: .delete, precondition: precondition)], judge: judge(database))
         return Google_Protobuf_Empty()
     }
 
     func batchGetDocuments(_ request: Google_Firestore_V1_BatchGetDocumentsRequest) async throws(FiregateError) -> [Google_Firestore_V1_BatchGetDocumentsResponse] {
         let database = database(try FirestoreResourceName.database(request.database))
-        return try DocumentCalls.batchGet(database, try request.restJSON(), judge: judge(database)).map { item throws(FiregateError) in
+        let json = try request.restJSON()
+        if Self.inTransaction(json), let answer = try await forwarded(database.id, Self.restURI(database.id, verb: "batchGet"), Self.body(json, without: ["database"])) {
+            return try (answer.arrayValue ?? []).map { item throws(FiregateError) in try Google_Firestore_V1_BatchGetDocumentsResponse(restJSON: item) }
+        }
+        return try DocumentCalls.batchGet(database, json, judge: judge(database)).map { item throws(FiregateError) in
             try Google_Firestore_V1_BatchGetDocumentsResponse(restJSON: item)
         }
     }
 
     func beginTransaction(_ request: Google_Firestore_V1_BeginTransactionRequest) async throws(FiregateError) -> Google_Firestore_V1_BeginTransactionResponse {
         let database = database(try FirestoreResourceName.database(request.database))
-        return try Google_Firestore_V1_BeginTransactionResponse(restJSON: try DocumentCalls.beginTransaction(database, try request.restJSON()))
+        let json = try request.restJSON()
+        if let answer = try await forwarded(database.id, Self.restURI(database.id, verb: "beginTransaction"), Self.body(json, without: ["database"])) {
+            return try Google_Firestore_V1_BeginTransactionResponse(restJSON: answer)
+        }
+        return try Google_Firestore_V1_BeginTransactionResponse(restJSON: try DocumentCalls.beginTransaction(database, json))
     }
 
     /// A durable commit's response, framed.
@@ -110,25 +134,39 @@ extension FirestoreGRPCService {
 
     func commit(_ request: Google_Firestore_V1_CommitRequest) async throws(FiregateError) -> Google_Firestore_V1_CommitResponse {
         let database = database(try FirestoreResourceName.database(request.database))
-        return try Google_Firestore_V1_CommitResponse(restJSON: try await DocumentCalls.commit(database, try request.restJSON(), judge: judge(database)))
+        return try Google_Firestore_V1_CommitResponse(restJSON: try await Self.commit(database, try request.restJSON(), judge: judge(database), forwarding: forwarding))
     }
 
     func rollback(_ request: Google_Firestore_V1_RollbackRequest) async throws(FiregateError) -> Google_Protobuf_Empty {
         let database = database(try FirestoreResourceName.database(request.database))
-        try DocumentCalls.rollback(database, try request.restJSON())
+        let json = try request.restJSON()
+        if try await forwarded(database.id, Self.restURI(database.id, verb: "rollback"), Self.body(json, without: ["database"])) != nil {
+            return Google_Protobuf_Empty()
+        }
+        try DocumentCalls.rollback(database, json)
         return Google_Protobuf_Empty()
     }
 
     func runQuery(_ request: Google_Firestore_V1_RunQueryRequest) async throws(FiregateError) -> [Google_Firestore_V1_RunQueryResponse] {
         let (database, parent) = try resolve(request.parent, document: false)
-        return try DocumentCalls.runQuery(database, parent, try request.restJSON(), judge: judge(database)).map { item throws(FiregateError) in
+        let json = try request.restJSON()
+        if Self.inTransaction(json), let answer = try await forwarded(database.id, Self.restURI(request.parent + ":runQuery", query: []),
+                                                                     Self.body(json, without: ["parent"])) {
+            return try (answer.arrayValue ?? []).map { item throws(FiregateError) in try Google_Firestore_V1_RunQueryResponse(restJSON: item) }
+        }
+        return try DocumentCalls.runQuery(database, parent, json, judge: judge(database)).map { item throws(FiregateError) in
             try Google_Firestore_V1_RunQueryResponse(restJSON: item)
         }
     }
 
     func runAggregationQuery(_ request: Google_Firestore_V1_RunAggregationQueryRequest) async throws(FiregateError) -> [Google_Firestore_V1_RunAggregationQueryResponse] {
         let (database, parent) = try resolve(request.parent, document: false)
-        return try DocumentCalls.runAggregationQuery(database, parent, try request.restJSON(), judge: judge(database)).map { item throws(FiregateError) in
+        let json = try request.restJSON()
+        if Self.inTransaction(json), let answer = try await forwarded(database.id, Self.restURI(request.parent + ":runAggregationQuery", query: []),
+                                                                     Self.body(json, without: ["parent"])) {
+            return try (answer.arrayValue ?? []).map { item throws(FiregateError) in try Google_Firestore_V1_RunAggregationQueryResponse(restJSON: item) }
+        }
+        return try DocumentCalls.runAggregationQuery(database, parent, json, judge: judge(database)).map { item throws(FiregateError) in
             try Google_Firestore_V1_RunAggregationQueryResponse(restJSON: item)
         }
     }
@@ -149,7 +187,11 @@ extension FirestoreGRPCService {
 
     func batchWrite(_ request: Google_Firestore_V1_BatchWriteRequest) async throws(FiregateError) -> Google_Firestore_V1_BatchWriteResponse {
         let database = database(try FirestoreResourceName.database(request.database))
-        return try Google_Firestore_V1_BatchWriteResponse(restJSON: try await DocumentCalls.batchWrite(database, try request.restJSON(), judge: judge(database)))
+        let json = try request.restJSON()
+        if let answer = try await forwarded(database.id, Self.restURI(database.id, verb: "batchWrite"), Self.body(json, without: ["database"])) {
+            return try Google_Firestore_V1_BatchWriteResponse(restJSON: answer)
+        }
+        return try Google_Firestore_V1_BatchWriteResponse(restJSON: try await DocumentCalls.batchWrite(database, json, judge: judge(database)))
     }
 }
 

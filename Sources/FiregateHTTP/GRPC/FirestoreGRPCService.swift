@@ -15,6 +15,8 @@ struct FirestoreGRPCService: Sendable {
     let backend: Backend
     let listenOptions: ListenOptions
     let connections: GRPCConnections
+    /// On replicas: writes and transactions go to the database's owner.
+    var forwarding: OwnerForwarding?
 
     static let pathPrefix = "/google.firestore.v1.Firestore/"
 
@@ -68,7 +70,9 @@ struct FirestoreGRPCService: Sendable {
             requests.ticket = ticket
             responses.ticket = ticket
             status = await FirestoreGRPCService.$caller.withValue(caller) {
-                await serve(path: request.uri.path, requests: &requests, responses: &responses, ticket: ticket, channel: channel, readers: readers)
+                await FirestoreGRPCService.$authorization.withValue(request.headers[.authorization]) {
+                    await serve(path: request.uri.path, requests: &requests, responses: &responses, ticket: ticket, channel: channel, readers: readers)
+                }
             }
         }
         ticket?.end()
@@ -119,7 +123,7 @@ struct FirestoreGRPCService: Sendable {
                 return await FirestoreListenCall(backend: backend, options: listenOptions, ticket: ticket)
                     .run(requests: requests, responses: &responses, channel: channel, readers: readers)
             case "Write":
-                return await FirestoreWriteCall(backend: backend, ticket: ticket).run(requests: requests, responses: &responses, channel: channel, readers: readers)
+                return await FirestoreWriteCall(backend: backend, ticket: ticket, forwarding: forwarding).run(requests: requests, responses: &responses, channel: channel, readers: readers)
             case "ExecutePipeline":
                 throw FiregateError.unimplemented("ExecutePipeline is not supported by Firegate (pipelines are an Enterprise edition feature).")
             default:

@@ -16,6 +16,8 @@ struct FirestoreWriteCall {
 
     let backend: Backend
     let ticket: GRPCCallTicket?
+    /// On replicas: commits go to the database's owner.
+    var forwarding: OwnerForwarding?
 
     func run<Body>(requests: GRPCMessageReader, responses: inout GRPCMessageWriter<Body>, channel: any Channel,
                    readers: GRPCRequestReaders) async -> FiregateError? {
@@ -64,7 +66,7 @@ struct FirestoreWriteCall {
                 }
                 guard !request.writes.isEmpty else { continue }
                 let judge = FirestoreGRPCService.caller.flatMap { backend.rules.documentJudge(id, caller: $0) }
-                let result = try await DocumentCalls.commit(database, try request.restJSON(), judge: judge)
+                let result = try await FirestoreGRPCService.commit(database, try request.restJSON(), judge: judge, forwarding: forwarding)
                 var response = try Google_Firestore_V1_WriteResponse(restJSON: result)
                 response.streamID = streamID
                 response.streamToken = nextToken()

@@ -1,5 +1,6 @@
 import FiregateBackend
 import FiregateModel
+import FiregateStore
 import FiregateProto
 import Logging
 import NIOCore
@@ -226,7 +227,14 @@ final class GRPCFastPath: ChannelInboundHandler {
         // Whatever this path cannot decide goes to the full path, which answers it (errors too).
         guard !service.backend.rules.isActive, var call = calls[stream], let message = GRPCFastPath.singleMessage(call.body),
               let request = FastRequest(call.method, message, databases: databases) else { return handOver(stream, context: context) }
-        if case .commit(let database, _) = request { remember(database.name, database) }
+        if case .commit(let database, _) = request {
+            remember(database.name, database)
+            // On replicas, a commit this replica may not own takes the full path, which forwards it.
+            if let replicas = service.backend.replicas,
+               !replicas.holdsLease(of: .documents(project: database.project, database: database.database)) {
+                return handOver(stream, context: context)
+            }
+        }
         let headers = call.headers
         guard let scope = routedScope(headers) ?? request.scope else {
             return handOver(stream, context: context)

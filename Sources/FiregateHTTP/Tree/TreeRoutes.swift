@@ -7,6 +7,8 @@ import Hummingbird
 /// GET), PUT, POST, PATCH and DELETE.
 struct TreeRoutes: Sendable {
     let backend: Backend
+    /// On replicas: writes go to the namespace's owner.
+    var forwarding: OwnerForwarding?
 
     func respond(to request: Request, context: BasicRequestContext) async -> Response {
         if request.uri.path == "/.settings/rules.json" {
@@ -16,6 +18,13 @@ struct TreeRoutes: Sendable {
         var response: Response
         do {
             let call = try TreeRequest(request, defaultNamespace: backend.defaultProject)
+            if let forwarding, ![.get, .options].contains(call.method),
+               let owner = try forwarding.target(.tree(namespace: call.namespace), headers: request.headers) {
+                var request = request
+                let body: ByteBuffer
+                do { body = try await request.collectBody(upTo: TreeLimits.maxWriteBytes) } catch { throw TreeLimits.writeTooBig }
+                return try await forwarding.forward(request, body: body, to: owner)
+            }
             if call.method != .options, backend.rules.isActive, backend.rules.realtime(namespace: call.namespace) != nil {
                 let token = SecurityRules.bearerToken(request.headers[.authorization]) ?? call.authToken
                 let caller = try backend.rules.caller(token: token, judged: true, surface: call.wantsStream ? "sse" : "rest")
@@ -29,6 +38,7 @@ struct TreeRoutes: Sendable {
             case .patch: response = try await patch(call, body: try await body(request), judge)
             case .delete: response = try await delete(call, judge)
             }
+            forwarding?.mark(&response, answering: request.headers, scope: .tree(namespace: call.namespace))
         } catch {
             response = TreeResponses.error(ErrorResponse.normalize(error))
         }
