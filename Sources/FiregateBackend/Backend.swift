@@ -10,6 +10,8 @@ public final class Backend: Sendable {
     public let edgeStore: any EdgeCacheStore
     /// The replicas sharing the store (PostgreSQL), or nil for a store of this process alone.
     public let replicas: (any ReplicaDirectory)?
+    /// Commits an edge client sends to a database another replica owns go there.
+    public let remoteCommits = RemoteCommits()
     public let clock: ServerClock
     public let documents: DocumentBackend
     public let tree: TreeBackend

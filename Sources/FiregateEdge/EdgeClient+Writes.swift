@@ -90,6 +90,7 @@ extension EdgeClient {
             guard !batches.isEmpty else { return }
             defer { remote.writePipeline.answered(batches.map(\.id)) }
             if remote.network.latencyMs > 0 { try? await Task.sleep(for: .milliseconds(remote.network.latencyMs)) }
+            if backend.replicas != nil, await sendToOwner(batches) { continue }
             var begun: [(MutationBatch, Result<DocumentDatabase.PendingCommit, FiregateError>)] = []
             for batch in batches {
                 // A batch may have been settled while this round waited.
@@ -110,6 +111,32 @@ extension EdgeClient {
                 settled = true
             }
         }
+    }
+
+    /// On replicas: when another replica owns the database, the round's batches go there one
+    /// by one, each leaving the queue once answered; false when this replica owns it (or may
+    /// take it): the round is committed here. A transient failure schedules the retry.
+    private func sendToOwner(_ batches: [MutationBatch]) async -> Bool {
+        let database = settings.databaseID
+        guard let replicas = backend.replicas,
+              !replicas.holdsLease(of: .documents(project: database.project, database: database.database)) else { return false }
+        for batch in batches {
+            guard local.mutationQueue.batches.contains(where: { $0.id == batch.id }) else { continue }
+            if let rejection = remote.network.takeInjectedRejection() {
+                guard settle(batch, .failure(rejection)) else { scheduleRetry(); return true }
+                continue
+            }
+            let outcome: Result<CommitResult, FiregateError>
+            do {
+                guard let result = try await backend.remoteCommits.commit(batch.writes, in: database, as: rulesIdentity) else { return false }
+                local.mutationRemoval(batch.id)?.enqueueAlone()
+                outcome = .success(result)
+            } catch {
+                outcome = .failure(error)
+            }
+            guard settle(batch, outcome) else { scheduleRetry(); return true }
+        }
+        return true
     }
 
     /// Applies one batch on the backend now (or fails it by the injected network condition).
@@ -153,6 +180,9 @@ extension EdgeClient {
         if remote.network.latencyMs > 0 { try? await Task.sleep(for: .milliseconds(remote.network.latencyMs)) }
         // The batch may have been settled while this call waited.
         guard local.mutationQueue.batches.contains(where: { $0.id == batch.id }) else { return true }
+        if backend.replicas != nil, await sendToOwner([batch]) {
+            return !local.mutationQueue.batches.contains(where: { $0.id == batch.id })
+        }
         return settle(batch, await EdgeClient.outcome(of: beginCommit(batch)))
     }
 

@@ -296,6 +296,19 @@ public actor EdgeClient {
         backend.operations.record(.client(client: id, action: "terminated"))
     }
 
+    /// Stops the client here because another replica runs it now: as `terminate()`, its
+    /// listeners ending with `reason`; its persisted state is the new owner's.
+    func relinquish(reason: FiregateError) async {
+        await treeSync?.terminate()
+        endListeners(with: reason)
+        stopWatch()
+        resetScriptedWatch()
+        gcScheduler?.cancel(self)
+        terminated = true
+        heartbeat.stop()
+        backend.operations.record(.client(client: id, action: "relinquished"))
+    }
+
     public func clearPersistence() async throws(FiregateError) {
         guard terminated else {
             throw .clientState("Persistence can only be cleared before a Firestore instance is initialized or after it is terminated.")

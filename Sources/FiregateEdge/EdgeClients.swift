@@ -19,6 +19,19 @@ public final class EdgeClients: Sendable {
     public init(backend: Backend) {
         self.backend = backend
         gcScheduler = GarbageCollectionScheduler(clock: backend.clock)
+        backend.replicas?.onClientsLost { [weak self] ids in
+            guard let self else { return }
+            Task { await self.relinquish(ids) }
+        }
+    }
+
+    /// Stops clients another replica has taken over (DESIGN §1.8): their listeners end
+    /// UNAVAILABLE and they send nothing more; what they persisted stays, for the new owner.
+    public func relinquish(_ ids: [String]) async {
+        let removed = clients.withLock { clients in ids.compactMap { clients.removeValue(forKey: $0) } }
+        for client in removed {
+            await client.relinquish(reason: FiregateError(.unavailable, "Another replica runs client \(client.id) now; connect again."))
+        }
     }
 
     /// The client, created (or restored from storage) on first use. A tab's calls go to its
@@ -127,6 +140,7 @@ public final class EdgeClients: Sendable {
         if await closeTab(id, remember: false) || shared.forgetClosed(id) { return true }
         guard let client = clients.withLock({ $0.removeValue(forKey: id) }) else { return false }
         await retire(client, reason: nil)
+        backend.replicas?.releaseClient(id)
         return true
     }
 }

@@ -56,6 +56,7 @@ public enum FiregateServer {
                             client: ForwardingClient(timeout: .seconds(Int64(configuration.leaseSeconds))))
         }
         documents.forwarding = forwarding
+        if let forwarding { backend.remoteCommits.install(OwnerCommitSender(forwarding: forwarding)) }
         backend.rules.trust(adminToken: configuration.adminToken)
         return FiregateResponder(
             documents: documents,

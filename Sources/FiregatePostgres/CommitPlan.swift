@@ -97,6 +97,9 @@ struct CommitPlan {
                                             "createUs": .int(document.createTime.microseconds), "updateUs": .int(document.updateTime.microseconds)]))
                 }
                 for path in batch.deletes { rows[[scope, PostgresText.stored(path.canonical)]] = .some(nil) }
+                // A batch that changes no document (a companion alone) is no commit of the
+                // scope: no log row, as the engine's memory counts no commit for it.
+                if batch.upserts.isEmpty && batch.deletes.isEmpty { continue }
                 let body = JSON.object(["documents": .array(written), "deleted": .array(batch.deletes.map { .string($0.canonical) })])
                 log.append(LogRow(scope: scope, seq: nextSeq(scope, at: time), commitUs: time, body: ByteBuffer(bytes: JSONWriter.bytes(body))))
             case .tree(let batches, _):

@@ -14,8 +14,10 @@ public struct PostgresDocumentStorage: DocumentStorage {
 
     public func loadAll() throws -> [(DatabaseID, Document)] {
         try store.read { session throws(FiregateError) -> [(DatabaseID, Document)] in
-            for row in try session.query("SELECT scope, seq FROM fg_heads WHERE scope LIKE 'd:%'").rows {
-                if let (scope, seq) = try? row.decode((String, Int64).self) { store.leases.loaded(scope, seq: seq) }
+            for row in try session.query("SELECT scope, seq, generation FROM fg_heads WHERE scope LIKE 'd:%'").rows {
+                if let (scope, seq, generation) = try? row.decode((String, Int64, String).self) {
+                    store.leases.loaded(scope, seq: seq, generation: generation)
+                }
             }
             var result: [(DatabaseID, Document)] = []
             for row in try session.query("SELECT scope, path, fields, create_us, update_us FROM fg_documents WHERE scope LIKE 'd:%'").rows {
@@ -30,6 +32,12 @@ public struct PostgresDocumentStorage: DocumentStorage {
     public func loadDatabase(_ id: DatabaseID) throws -> [Document] {
         let scope = PostgresStore.scope(id)
         return try store.read { session throws(FiregateError) -> [Document] in try store.loadScope(scope, session) }
+    }
+
+    public func position(_ id: DatabaseID) -> LogPosition? {
+        let scope = PostgresStore.scope(id)
+        guard let hold = store.leases.existing(scope) else { return nil }
+        return LogPosition(generation: PostgresStore.generation(of: scope, stored: hold.generation), seq: hold.seq)
     }
 
     public func follow(_ apply: @escaping @Sendable (DatabaseID, ReplicatedDocumentChange) -> Void) {
@@ -81,8 +89,9 @@ extension PostgresStore {
     /// A database's documents and the log position they reflect (in the caller's snapshot),
     /// which the tail then follows from.
     func loadScope(_ scope: String, _ session: PostgresSession) throws(FiregateError) -> [Document] {
-        let head = try session.query("SELECT seq FROM fg_heads WHERE scope = \(scope)").rows.first
-        leases.loaded(scope, seq: (try? head?.decode(Int64.self)) ?? 0)
+        let head = try session.query("SELECT seq, generation FROM fg_heads WHERE scope = \(scope)").rows.first
+        let position = try? head?.decode((Int64, String).self)
+        leases.loaded(scope, seq: position?.0 ?? 0, generation: position?.1)
         var documents: [Document] = []
         for row in try session.query("SELECT path, fields, create_us, update_us FROM fg_documents WHERE scope = \(scope)").rows {
             let (path, fields, created, updated) = try decode(row, (String, ByteBuffer, Int64, Int64).self)
@@ -96,9 +105,10 @@ extension PostgresStore {
         if leases.hold(scope).epoch == nil { try acquire(scope) }
         let hold = leases.hold(scope)
         let now = Int64(Date().timeIntervalSince1970 * 1_000_000)
-        let body = ByteBuffer(bytes: JSONWriter.bytes(.object(["clear": .bool(true)])))
+        let generation = PostgresStore.newGeneration()
+        let body = ByteBuffer(bytes: JSONWriter.bytes(.object(["clear": .bool(true), "generation": .string(generation)])))
         let rows = try writer.query("""
-            WITH h AS (UPDATE fg_heads SET seq = seq + 1, commit_us = \(now)
+            WITH h AS (UPDATE fg_heads SET seq = seq + 1, commit_us = \(now), generation = \(generation)
                        WHERE scope = \(scope) AND owner = \(replicaID) AND owner_epoch = \(hold.epoch ?? -1) AND seq = \(hold.seq) RETURNING seq),
             d AS (DELETE FROM fg_documents WHERE scope = \(scope) AND EXISTS (SELECT 1 FROM h)),
             l AS (INSERT INTO fg_log (scope, seq, commit_us, body) SELECT \(scope), h.seq, \(now), \(body) FROM h)
@@ -109,5 +119,20 @@ extension PostgresStore {
             throw FiregateError(.unavailable, "Replica \(replicaID) no longer owns \(scope); the database was not cleared. Retry.")
         }
         leases.committed(scope, seq: seq)
+        leases.generation(scope, generation)
+    }
+
+    /// A scope's generation as tokens carry it: the stored one, or for a scope never cleared
+    /// (none stored, or empty) one made from its name, so that tokens of two databases differ.
+    static func generation(of scope: String, stored: String?) -> String {
+        if let stored, !stored.isEmpty { return stored }
+        var hash: UInt32 = 2_166_136_261   // FNV-1a: the same in every process
+        for byte in scope.utf8 { hash = (hash ^ UInt32(byte)) &* 16_777_619 }
+        return String(format: "%08x", hash)
+    }
+
+    /// A new scope generation (eight hex digits).
+    static func newGeneration() -> String {
+        String(format: "%08x", UInt32.random(in: 0...UInt32.max))
     }
 }

@@ -105,6 +105,18 @@ enum PostgresSchema {
             """,
             "CREATE TABLE fg_edge_auth (client_id text COLLATE \"C\" PRIMARY KEY, body bytea NOT NULL)",
         ]),
+        // A scope's generation: new when it is cleared, so resume tokens (`<generation>.<seq>`)
+        // from before a clear are told apart on every replica. Empty until the first clear: the
+        // scope's initial generation, which every replica computes from its name before the
+        // scope's head row exists (`PostgresStore.generation(of:stored:)`).
+        ("v3-scope-generation", [
+            "ALTER TABLE fg_heads ADD COLUMN generation text NOT NULL DEFAULT ''",
+        ]),
+        // Which replica runs each edge client (its requests go there), at which epoch: a replica
+        // takes a client over only from one whose heartbeat is older than a lease.
+        ("v4-client-owners", [
+            "CREATE TABLE fg_client_owner (client_id text COLLATE \"C\" PRIMARY KEY, replica text NOT NULL, epoch bigint NOT NULL)",
+        ]),
     ]
 
     /// Brings the database to the newest schema; returns the steps it applied.

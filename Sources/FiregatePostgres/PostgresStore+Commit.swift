@@ -85,14 +85,17 @@ extension PostgresStore {
             VALUES (\(scope), \(replicaID), 1, now() + make_interval(secs => \(Double(leaseSeconds))))
             ON CONFLICT (scope) DO UPDATE SET owner = excluded.owner, owner_epoch = h.owner_epoch + 1, lease_until = excluded.lease_until
             WHERE h.owner IS NULL OR h.owner = excluded.owner OR h.lease_until IS NULL OR h.lease_until < now()
-            RETURNING owner_epoch, seq
+            RETURNING owner_epoch, seq, generation
             """).rows
-        guard let row = rows.first, let (epoch, seq) = try? row.decode((Int64, Int64).self) else {
+        guard let row = rows.first, let (epoch, seq, generation) = try? row.decode((Int64, Int64, String).self) else {
             let owner = try? writer.query("SELECT owner, lease_until::text FROM fg_heads WHERE scope = \(scope)").rows.first?
                 .decode((String?, String?).self)
             throw FiregateError(.unavailable, "\(scope) is owned by replica \(owner?.0 ?? "?") (lease until \(owner?.1 ?? "?")); this replica cannot write it now. Retry.")
         }
         leases.acquired(scope, epoch: epoch)
+        // A scope new to the store gets its generation here; a known one keeps memory's, which
+        // a load or a clear set (a mismatch is a log that moved on: the seq check says so).
+        if leases.hold(scope).generation == nil { leases.generation(scope, generation) }
         let known = leases.hold(scope).seq
         if seq != known {
             throw FiregateError(.unavailable, "\(scope) was written elsewhere (log at \(seq), this replica at \(known)); it reloads. Retry.")

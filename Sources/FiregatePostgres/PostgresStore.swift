@@ -34,6 +34,10 @@ public final class PostgresStore: Sendable {
     /// Whether another replica's heartbeat is fresh (checked at each renewal): the doorbell
     /// rings only then.
     let othersAlive = Mutex(false)
+    /// The edge clients this replica owns, with the epoch it claimed each at.
+    let ownedClients = Mutex<[String: Int64]>([:])
+    /// Told of owned clients another replica took over (`onClientsLost`).
+    let clientsLost = Mutex<(@Sendable ([String]) -> Void)?>(nil)
     /// Renews the leases (see `startRenewal`): set at the end of `init`, cancelled by `close`.
     /// (A dispatch source must be resumed before it is released, so none exists until then.)
     private nonisolated(unsafe) var renewal: DispatchSourceTimer?
@@ -107,6 +111,7 @@ public final class PostgresStore: Sendable {
                 var held: [String: Int64] = [:]
                 for row in rows { if let (scope, epoch) = try? row.decode((String, Int64).self) { held[scope] = epoch } }
                 leases.confirm(held)
+                try checkOwnedClients(keeper)
                 lastRenewed.withLock { $0 = .now }
                 // The log keeps the last `logWindow` commits of each scope this replica owns.
                 try keeper.query("""
@@ -115,7 +120,12 @@ public final class PostgresStore: Sendable {
                     """)
             } catch {
                 let silent = lastRenewed.withLock { ContinuousClock.now - $0 }
-                if silent > .seconds(Double(leaseSeconds) / 2) { leases.forgetAll() }
+                if silent > .seconds(Double(leaseSeconds) / 2) {
+                    // Cut off for half a lease: stop writing and stop running clients, as
+                    // others may take them over once the lease has run out.
+                    leases.forgetAll()
+                    dropClients(Array(ownedClients.withLock { $0.keys }))
+                }
                 logger.warning("PostgreSQL lease renewal failed: \(error)")
             }
         }
@@ -165,6 +175,8 @@ final class ScopeLeases: Sendable {
         var epoch: Int64?
         /// The `seq` of the last commit the engine's memory holds (from a load or our commit).
         var seq: Int64 = 0
+        /// The scope's generation as memory holds it (nil until the scope's head row exists).
+        var generation: String?
     }
 
     let replicaID: String
@@ -181,8 +193,16 @@ final class ScopeLeases: Sendable {
     /// The hold of a scope in memory here, nil for one never loaded.
     func existing(_ scope: String) -> Hold? { holds.withLock { $0[scope] } }
 
-    /// The engine's memory now reflects the log up to `seq` (after a load).
-    func loaded(_ scope: String, seq: Int64) { holds.withLock { $0[scope, default: Hold()].seq = seq } }
+    /// The engine's memory now reflects the log up to `seq` of `generation` (after a load).
+    func loaded(_ scope: String, seq: Int64, generation: String?) {
+        holds.withLock { holds in
+            holds[scope, default: Hold()].seq = seq
+            holds[scope]?.generation = generation
+        }
+    }
+
+    /// The scope's generation, learnt when its head row was made or it was cleared.
+    func generation(_ scope: String, _ generation: String) { holds.withLock { $0[scope, default: Hold()].generation = generation } }
 
     /// The tail applied the log through `seq` (never backwards: a load in between set it).
     func followed(_ scope: String, through seq: Int64) {

@@ -89,7 +89,8 @@ final class PostgresTail: Sendable {
                         // The rows after memory's position were pruned: take the scope as it is now.
                         if let database, let applyDocuments {
                             let documents = try store.read { session throws(FiregateError) -> [Document] in try store.loadScope(scope, session) }
-                            applyDocuments(database, .reload(documents))
+                            let hold = store.leases.hold(scope)
+                            applyDocuments(database, .reload(documents, LogPosition(generation: PostgresStore.generation(of: scope, stored: hold.generation), seq: hold.seq)))
                         } else if let namespace, let applyTree {
                             applyTree(namespace, ["reload": true])   // read again from the store on next use
                             store.leases.followed(scope, through: head)
@@ -98,8 +99,10 @@ final class PostgresTail: Sendable {
                         break
                     }
                     let entry = try json(body)
+                    if let generation = entry["generation"]?.stringValue { store.leases.generation(scope, generation) }
                     if let database, let applyDocuments {
-                        applyDocuments(database, try PostgresTail.change(entry, commitUs: commitUs))
+                        let generation = PostgresStore.generation(of: scope, stored: store.leases.hold(scope).generation)
+                        applyDocuments(database, try PostgresTail.change(entry, at: LogPosition(generation: generation, seq: seq), commitUs: commitUs))
                     } else if let namespace, let applyTree, let change = entry["change"] {
                         applyTree(namespace, change)
                     }
@@ -111,8 +114,8 @@ final class PostgresTail: Sendable {
     }
 
     /// A document log row as the engine applies it.
-    static func change(_ body: JSON, commitUs: Int64) throws(FiregateError) -> ReplicatedDocumentChange {
-        if body["clear"] != nil { return .clear }
+    static func change(_ body: JSON, at position: LogPosition, commitUs: Int64) throws(FiregateError) -> ReplicatedDocumentChange {
+        if body["clear"] != nil { return .clear(position) }
         var upserts: [Document] = []
         for item in body["documents"]?.arrayValue ?? [] {
             guard let path = item["path"]?.stringValue, let created = item["createUs"]?.integerLike, let updated = item["updateUs"]?.integerLike else {
@@ -122,6 +125,6 @@ final class PostgresTail: Sendable {
                                     createTime: Timestamp(microseconds: created), updateTime: Timestamp(microseconds: updated)))
         }
         let deletes = (body["deleted"]?.arrayValue ?? []).compactMap(\.stringValue).map { ResourcePath(ResourcePath.segments(of: $0)) }
-        return .commit(upserts: upserts, deletes: deletes, commitTime: Timestamp(microseconds: commitUs))
+        return .commit(upserts: upserts, deletes: deletes, commitTime: Timestamp(microseconds: commitUs), seq: position.seq)
     }
 }

@@ -14,8 +14,9 @@ public struct PostgresTreeStorage: TreeStorage {
     public func loadRows(namespace: String) throws -> [TreeStorageRow] {
         let scope = PostgresStore.scope(namespace: namespace)
         return try store.read { session throws(FiregateError) -> [TreeStorageRow] in
-            let head = try session.query("SELECT seq FROM fg_heads WHERE scope = \(scope)").rows.first
-            store.leases.loaded(scope, seq: (try? head?.decode(Int64.self)) ?? 0)
+            let head = try session.query("SELECT seq, generation FROM fg_heads WHERE scope = \(scope)").rows.first
+            let position = try? head?.decode((Int64, String).self)
+            store.leases.loaded(scope, seq: position?.0 ?? 0, generation: position?.1)
             var rows: [TreeStorageRow] = []
             for row in try session.query("SELECT path, value, priority FROM fg_tree_rows WHERE scope = \(scope)").rows {
                 let (path, value, priority) = try decode(row, (String, String?, String?).self)

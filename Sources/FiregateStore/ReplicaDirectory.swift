@@ -20,6 +20,16 @@ public protocol ReplicaDirectory: Sendable {
     /// Returns once this replica's memory of `scope` reflects the log through `seq`, holds none,
     /// or `timeout` has passed: a write forwarded to the owner is then visible here too.
     func awaitLog(of scope: ScopeLease.Scope, through seq: Int64, timeout: Duration) async
+    /// Claims edge client `id` for this replica: nil when this replica owns it now (it did, or
+    /// took it, with a new epoch, from a replica whose heartbeat is older than a lease); else the
+    /// live owner, where the client's requests go.
+    func claimClient(_ id: String) throws(FiregateError) -> ReplicaAddress?
+    /// Gives up edge client `id` (deleted here).
+    func releaseClient(_ id: String)
+    /// `lost` gets the clients this replica owned that another replica took over (checked at
+    /// each renewal, and all of them when this replica could not renew for half a lease): they
+    /// must stop here.
+    func onClientsLost(_ lost: @escaping @Sendable ([String]) -> Void)
 }
 
 /// One replica as the store records it. Times are RFC 3339, UTC.
@@ -65,7 +75,7 @@ public struct ScopeLease: Sendable, Equatable {
     }
 }
 
-/// Another replica, as writes forwarded to it need it: its id and the URL it advertises.
+/// Another replica, as requests forwarded to it need it: its id and the URL it advertises.
 public struct ReplicaAddress: Sendable, Equatable {
     public var id: String
     public var address: String

@@ -19,6 +19,9 @@ final class OwnerForwardingTests: XCTestCase {
         func holdsLease(of scope: ScopeLease.Scope) -> Bool { owner == nil }
         func logSeq(of scope: ScopeLease.Scope) -> Int64? { nil }
         func awaitLog(of scope: ScopeLease.Scope, through seq: Int64, timeout: Duration) async {}
+        func claimClient(_ id: String) throws(FiregateError) -> ReplicaAddress? { owner }
+        func releaseClient(_ id: String) {}
+        func onClientsLost(_ lost: @escaping @Sendable ([String]) -> Void) {}
     }
 
     func testOnlyARequestWithTheClusterSecretCountsAsForwardedAndItIsNeverForwardedAgain() throws {

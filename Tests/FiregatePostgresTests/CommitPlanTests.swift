@@ -14,11 +14,13 @@ final class CommitPlanTests: XCTestCase {
     func testEachBatchTakesTheNextSeqOfItsScopeAndAPathWrittenTwiceIsWrittenOnceAsItEnds() {
         let leases = ScopeLeases(replicaID: "r1", leaseSeconds: 10)
         let db = DatabaseID(project: "p", database: "(default)")
-        leases.loaded("d:p/(default)", seq: 7)
+        leases.loaded("d:p/(default)", seq: 7, generation: "g1")
         leases.acquired("d:p/(default)", epoch: 3)
         let units: [PostgresCommitQueue.Unit] = [
             .documents(DocumentPersistBatch(database: db, upserts: [document("c/a", 1, at: 10), document("c/b", 1, at: 10)], deletes: []), { _ in }),
             .documents(DocumentPersistBatch(database: db, upserts: [document("c/a", 2, at: 20)], deletes: [ResourcePath(["c", "b"])]), { _ in }),
+            // Changes no document: no commit of the scope, no log row, as the engine counts none.
+            .documents(DocumentPersistBatch(database: db, upserts: [], deletes: []), { _ in }),
             .tree([TreeStorageBatch(namespace: "ns", operations: [.putRow(TreeStorageRow(path: "x", value: "1", priority: nil))])], { _ in }),
         ]
         let plan = CommitPlan(units: units, leases: leases, now: 99)

@@ -129,10 +129,18 @@ final class PostgresStoreTests: XCTestCase {
         let documents = PostgresDocumentStorage(store: a)
         let outcome9 = await commit(documents, upserts: [document("c/a", 1)])
         XCTAssertNil(status(outcome9))
+        let before = try XCTUnwrap(documents.position(db))
+        XCTAssertEqual(before.seq, 1)
         let cleared = await withCheckedContinuation { continuation in documents.enqueueClear(db) { continuation.resume(returning: $0) } }
         XCTAssertNil(status(cleared))
         XCTAssertEqual(try database.sql("SELECT count(*)::text FROM fg_documents"), [["0"]])
-        XCTAssertEqual(try database.sql("SELECT seq::text, convert_from(body, 'UTF8') FROM fg_log ORDER BY seq").last, ["2", #"{"clear":true}"#])
+        // A clear starts a new generation, in the head and in the log row followers read.
+        let after = try XCTUnwrap(documents.position(db))
+        XCTAssertEqual(after.seq, 2)
+        XCTAssertNotEqual(after.generation, before.generation)
+        XCTAssertEqual(try database.sql("SELECT generation FROM fg_heads"), [[after.generation]])
+        XCTAssertEqual(try database.sql("SELECT seq::text, convert_from(body, 'UTF8') FROM fg_log ORDER BY seq").last,
+                       ["2", #"{"clear":true,"generation":"\#(after.generation)"}"#])
     }
 
     func testASecondReplicaStartingOnTheSameDatabaseFindsTheSchemaInPlace() throws {

@@ -4,6 +4,7 @@ came, gRPC as its REST twin); a paused owner loses its lease, another replica ta
 within the lease and 2 s, and the old owner, resumed, is fenced off: it writes nothing itself.
 
 Runs when the suite runs on PostgreSQL (FIREGATE_TEST_STORE)."""
+import json
 import os
 import signal
 import subprocess
@@ -480,3 +481,150 @@ def test_kill_9_of_the_owner_under_write_load_loses_no_acknowledged_write(trio):
     served = {d["name"].rsplit("/", 1)[1] for d in listed}
     assert set(everything) <= served, f"B does not serve {len(set(everything) - served)} acknowledged writes"
     print(f"  {len(everything)} acknowledged writes ({before} before the kill), all present")
+
+
+def _listen_events(base, docs, query=None, last_event_id=None, count=1, timeout=10):
+    url = f"{base}{docs}:listen" if query is not None else f"{base}{docs}/c/d:listen"
+    params = {"query": json.dumps(query)} if query is not None else None
+    headers = {"Last-Event-ID": last_event_id} if last_event_id else {}
+    stream = SSEStream(url, params=params, headers=headers)
+    events = []
+    deadline = time.monotonic() + timeout
+    while len(events) < count:
+        event = stream.next(timeout=max(0.1, deadline - time.monotonic()))
+        if event.event == "snapshot":
+            events.append(event)
+    stream.close()
+    return events
+
+
+def test_a_resume_token_from_one_replica_resumes_on_another(pair):
+    url, (_, a_base), (_, b_base) = pair
+    project = "p-" + uuid.uuid4().hex[:8]
+    docs = f"/v1/projects/{project}/databases/(default)/documents"
+    query = {"from": [{"collectionId": "c"}], "orderBy": [{"field": {"fieldPath": "n"}}]}
+    for name, n in (("a", 1), ("b", 2), ("d", 3)):
+        assert requests.patch(f"{a_base}{docs}/c/{name}", json={"fields": {"n": {"integerValue": str(n)}}}, timeout=10).status_code == 200
+    assert requests.get(f"{b_base}{docs}/c/d", timeout=10).status_code == 200  # B follows the database
+    first = _listen_events(a_base, docs, query)[0]
+    generation, seq = first.id.split(".")
+    assert seq == "3", f"on a shared store the token counts the log's commits: {first.id}"
+    # Away: one document changes, one is added, one is deleted, all on A.
+    assert requests.patch(f"{a_base}{docs}/c/d", json={"fields": {"n": {"integerValue": "0"}}}, timeout=10).status_code == 200
+    assert requests.patch(f"{a_base}{docs}/c/e", json={"fields": {"n": {"integerValue": "9"}}}, timeout=10).status_code == 200
+    assert requests.delete(f"{a_base}{docs}/c/b", timeout=10).status_code == 200
+    deadline = time.monotonic() + 5
+    while requests.get(f"{b_base}{docs}/c/b", timeout=10).status_code != 404:
+        assert time.monotonic() < deadline, "B never followed A's commits"
+        time.sleep(0.02)
+    # Resumed on B: only the changes since, under the same token space.
+    resumed = _listen_events(b_base, docs, query, last_event_id=first.id)[0]
+    body = resumed.json()
+    assert "reset" not in body, body
+    changes = sorted((c["type"], c["document"]["name"].rsplit("/", 1)[1]) for c in body["changes"])
+    assert changes == [("added", "e"), ("modified", "d"), ("removed", "b")], body["changes"]
+    assert [d["name"].rsplit("/", 1)[1] for d in body["documents"]] == ["d", "a", "e"]
+    assert resumed.id == f"{generation}.6", resumed.id
+    # A document listen resumed the other way, B's token on A.
+    on_b = _listen_events(b_base, docs)[0]
+    assert on_b.id == f"{generation}.6"
+    assert requests.patch(f"{a_base}{docs}/c/d", json={"fields": {"n": {"integerValue": "7"}}}, timeout=10).status_code == 200
+    back = _listen_events(a_base, docs, last_event_id=on_b.id)[0].json()
+    assert "reset" not in back and back["document"]["fields"]["n"] == {"integerValue": "7"}, back
+    # A token from before a clear of the database starts over with a reset, on either replica.
+    assert requests.delete(f"{a_base}/emulator/v1/projects/{project}/databases/(default)/documents", timeout=10).status_code == 200
+    assert requests.patch(f"{a_base}{docs}/c/z", json={"fields": {"n": {"integerValue": "1"}}}, timeout=10).status_code == 200
+    deadline = time.monotonic() + 5
+    while requests.get(f"{b_base}{docs}/c/z", timeout=10).status_code != 200:
+        assert time.monotonic() < deadline, "B never saw the write after the clear"
+        time.sleep(0.05)
+    for base in (a_base, b_base):
+        after = _listen_events(base, docs, query, last_event_id=resumed.id)[0]
+        assert after.json().get("reset") is True, after.json()
+        assert not after.id.startswith(generation + "."), f"a clear starts a new generation: {after.id}"
+    assert _listen_events(a_base, docs, query)[0].id == _listen_events(b_base, docs, query)[0].id
+
+
+def test_an_edge_client_runs_on_one_replica_and_moves_with_its_queue_when_that_one_dies(pair):
+    url, (a, a_base), (_, b_base) = pair
+    project = "p-" + uuid.uuid4().hex[:8]
+    docs = f"/v1/projects/{project}/databases/(default)/documents"
+    assert _write(a_base, project, 0).status_code == 200  # A owns the database
+    client = "edge-" + uuid.uuid4().hex[:8]
+    created = requests.put(f"{a_base}/clients/{client}", json={"project": project, "persistence": "persistent"}, timeout=10)
+    assert created.status_code == 200 and "Firegate-Forwarded-To" not in created.headers, created.text
+    # Through B, every call reaches the client where it runs: on A.
+    on_b = f"{b_base}/clients/{client}"
+    offline = requests.post(f"{on_b}:disableNetwork", timeout=10)
+    assert offline.status_code == 200 and offline.headers["Firegate-Forwarded-To"] == "a", offline.text
+    assert requests.patch(f"{on_b}{docs}/c/x", json={"fields": {"n": {"integerValue": "1"}}}, timeout=10).status_code == 200
+    commit = {"writes": [{"transform": {"document": f"projects/{project}/databases/(default)/documents/c/counter",
+                                        "fieldTransforms": [{"fieldPath": "k", "increment": {"integerValue": "1"}}]}}]}
+    assert requests.post(f"{on_b}{docs}:commit", json=commit, timeout=10).status_code == 200
+    pending = requests.get(f"{on_b}/pendingWrites", timeout=10)
+    assert pending.headers["Firegate-Forwarded-To"] == "a" and len(pending.json()["writes"]) == 2, pending.text
+    # An event stream through B streams from A.
+    query = json.dumps({"from": [{"collectionId": "c"}]})
+    stream = SSEStream(f"{on_b}{docs}:listen", params={"query": query})
+    first = stream.next(timeout=10)
+    assert first.event == "snapshot" and first.json()["metadata"]["hasPendingWrites"] is True, first.data
+    # A dies. Once its heartbeat is older than a lease, B takes the client over and restores it
+    # from the store, its queue intact.
+    a.kill()
+    a.wait()
+    killed = time.monotonic()
+    while True:
+        r = requests.get(f"{on_b}/pendingWrites", timeout=10)
+        if r.status_code == 200:
+            break
+        assert r.status_code == 503 and time.monotonic() - killed < LEASE + 3, r.text
+        time.sleep(0.1)
+    moved = time.monotonic() - killed
+    assert "Firegate-Forwarded-To" not in r.headers, "B runs the client now"
+    # The restored client may already be sending them (it comes back as after a restart).
+    assert len(r.json()["writes"]) <= 2, r.text
+    stream.close()
+    # Online on B: every queued write lands once (the increment counted once).
+    assert requests.post(f"{on_b}:enableNetwork", timeout=10).status_code == 200
+    done = requests.post(f"{on_b}:waitForPendingWrites", params={"timeoutMs": 15000}, timeout=30)
+    assert done.status_code == 200, done.text
+    got = requests.get(f"{b_base}{docs}/c/counter", timeout=10).json()
+    assert got["fields"]["k"] == {"integerValue": "1"}, got
+    assert requests.get(f"{b_base}{docs}/c/x", timeout=10).json()["fields"]["n"] == {"integerValue": "1"}
+    owners = subprocess.run(["psql", url, "-Atc", f"SELECT replica || ' ' || epoch FROM fg_client_owner WHERE client_id = '{client}'"],
+                            capture_output=True, text=True, check=True).stdout.strip()
+    assert owners == "b 2", owners
+    print(f"  B ran the client {moved:.2f} s after A was killed (lease {LEASE} s)")
+
+
+def test_an_edge_client_on_a_follower_sends_its_writes_to_the_owner(pair):
+    _, (_, a_base), (_, b_base) = pair
+    project = "p-" + uuid.uuid4().hex[:8]
+    docs = f"/v1/projects/{project}/databases/(default)/documents"
+    assert _write(a_base, project, 0).status_code == 200  # A owns the database
+    client = "edge-" + uuid.uuid4().hex[:8]
+    on_b = f"{b_base}/clients/{client}"
+    assert requests.put(on_b, json={"project": project, "persistence": "persistent"}, timeout=10).status_code == 200
+    query = json.dumps({"from": [{"collectionId": "c"}], "orderBy": [{"field": {"fieldPath": "__name__"}}]})
+    stream = SSEStream(f"{on_b}{docs}:listen", params={"query": query, "includeMetadataChanges": "true"})
+    assert stream.next(timeout=10).event == "snapshot"
+    commit = {"writes": [{"transform": {"document": f"projects/{project}/databases/(default)/documents/c/counter",
+                                        "fieldTransforms": [{"fieldPath": "k", "increment": {"integerValue": "1"}}]}}]}
+    for _ in range(3):
+        r = requests.post(f"{on_b}{docs}:commit", json=commit, params={"waitFor": "ack"}, timeout=20)
+        assert r.status_code == 200 and "Firegate-Forwarded-To" not in r.headers, r.text
+    assert requests.get(f"{on_b}/pendingWrites", timeout=10).json()["writes"] == []
+    # Committed by A, the owner, three times, once each.
+    got = requests.get(f"{a_base}{docs}/c/counter", timeout=10).json()
+    assert got["fields"]["k"] == {"integerValue": "3"}, got
+    owners = requests.get(f"{a_base}/emulator/v1/replicas", timeout=10).json()
+    assert [r["id"] for r in owners["replicas"] for o in r["owns"] if o.get("project") == project] == ["a"]
+    # The client's listener ends on the acknowledged, reflected state: no pending writes, k = 3.
+    deadline = time.monotonic() + 10
+    while True:
+        event = stream.next(timeout=max(0.1, deadline - time.monotonic()))
+        body = event.json() if event.event == "snapshot" else {}
+        docs_now = {d["name"].rsplit("/", 1)[1]: d for d in body.get("documents", [])}
+        if body and not body["metadata"]["hasPendingWrites"] and docs_now.get("counter", {}).get("fields", {}).get("k") == {"integerValue": "3"}:
+            break
+    stream.close()

@@ -27,11 +27,15 @@ extension DocumentDatabase {
                 changes.append(DocumentChange(path: path, before: state.documents[path]?.document, after: entry.document))
             }
             let commitTime = Timestamp(microseconds: clock.nextCommitMicros())
-            fresh.sequence = state.sequence + (changes.isEmpty ? 0 : 1)
+            // Counted as the store's log counts them: the clear, then the documents if any.
+            fresh.sequence = state.sequence + (documents.isEmpty ? 1 : 2)
             fresh.prunedThrough = commitTime
             let record = CommitRecord(sequence: fresh.sequence, commitTime: commitTime, changes: changes)
             state = fresh
-            storage.enqueueClear(id) { cleared.complete($0) }
+            storage.enqueueClear(id) { [self] outcome in
+                if case .success = outcome { adoptLogGeneration() }
+                cleared.complete(outcome)
+            }
             let feed = self.feed
             storage.enqueue(DocumentPersistBatch(database: id, upserts: documents, deletes: [])) { [self] outcome in
                 if case .success = outcome, !record.changes.isEmpty { feed.publish(record) }

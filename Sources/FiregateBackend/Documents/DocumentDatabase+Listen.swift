@@ -59,14 +59,27 @@ extension DocumentDatabase {
         }
     }
 
-    /// Resume tokens are `<epoch>.<sequence>`; the epoch changes when the process restarts, so a
-    /// token from an earlier run is never mistaken for a position in this one.
-    public func resumeToken(sequence: Int64) -> String { "\(epoch).\(sequence)" }
+    /// Resume tokens are `<epoch>.<sequence>`. On a store of one process the epoch changes when
+    /// the process restarts, so a token from an earlier run is never mistaken for a position in
+    /// this one; on a shared store it is the database's generation and the sequence its log's,
+    /// so a token resumes on every replica (DESIGN §1.8).
+    public func resumeToken(sequence: Int64) -> String { "\(epoch.withLock { $0 }).\(sequence)" }
 
     public func sequence(fromResumeToken token: String) -> Int64? {
         let parts = token.split(separator: ".")
-        guard parts.count == 2, parts[0] == epoch, let n = Int64(parts[1]) else { return nil }
+        guard parts.count == 2, parts[0] == epoch.withLock({ $0 }), let n = Int64(parts[1]) else { return nil }
         return n
+    }
+
+    /// Waits, at most `timeout`, until the memory reflects `sequence` commits: a follower a
+    /// little behind the replica that gave a resume token catches up before resuming it.
+    public func awaitSequence(_ sequence: Int64, timeout: Duration) async {
+        // A store of one process is never behind itself: a token from ahead is simply unknown.
+        guard storage.position(id) != nil else { return }
+        let deadline = ContinuousClock.now + timeout
+        while currentSequence < sequence, ContinuousClock.now < deadline {
+            try? await Task.sleep(for: .milliseconds(2))
+        }
     }
 }
 
@@ -77,6 +90,8 @@ extension DatabaseState {
         if sequence == self.sequence { return Timestamp(microseconds: Int64.max / 2) }
         guard sequence < self.sequence, let first = history.first, sequence >= first.sequence - 1 else { return nil }
         if sequence == first.sequence - 1 { return Timestamp(microseconds: first.commitTime.microseconds - 1) }
-        return history.first { $0.sequence == sequence }?.commitTime
+        // The last commit at or before it (a follower's count may skip a commit that changed
+        // nothing it holds).
+        return history.last { $0.sequence <= sequence }?.commitTime
     }
 }

@@ -45,18 +45,20 @@ extension DocumentDatabase {
                 return
             }
             replaceState(with: documents, ending: FiregateError(.unavailable,
-                "A write could not be made durable; the database was reloaded from storage. Listen again."))
+                "A write could not be made durable; the database was reloaded from storage. Listen again."), at: storage.position(id))
         }
     }
 
     /// Replaces what the database holds with `documents` (a new sequence, no history before it)
     /// and ends its listeners with `reason`: what they were told may be gone. Writers waiting
-    /// for a reload are answered then.
-    func replaceState(with documents: [Document], ending reason: FiregateError) {
+    /// for a reload are answered then. On a shared store `position` says where in the log the
+    /// documents stand.
+    func replaceState(with documents: [Document], ending reason: FiregateError, at position: LogPosition? = nil) {
+        if let position { epoch.withLock { $0 = position.generation } }
         let waiting = state.withLock { state in
             let waiting = state.afterReload
             var fresh = DatabaseState()
-            fresh.sequence = state.sequence + 1
+            fresh.sequence = position?.seq ?? state.sequence + 1
             fresh.prunedThrough = clock.now()
             for document in documents { fresh.put(document) }
             state = fresh
@@ -71,12 +73,12 @@ extension DocumentDatabase {
     /// A cleared database ends its listeners, as `reset()` does.
     public func applyReplicated(_ change: ReplicatedDocumentChange) {
         switch change {
-        case .clear:
-            replaceState(with: [], ending: .init(.aborted, "The database was reset."))
-        case .reload(let documents):
+        case .clear(let position):
+            replaceState(with: [], ending: .init(.aborted, "The database was reset."), at: position)
+        case .reload(let documents, let position):
             replaceState(with: documents, ending: FiregateError(.unavailable,
-                "This replica fell behind the commit log and reloaded the database. Listen again."))
-        case .commit(let upserts, let deletes, let commitTime):
+                "This replica fell behind the commit log and reloaded the database. Listen again."), at: position)
+        case .commit(let upserts, let deletes, let commitTime, let seq):
             let record = state.withLock { state -> CommitRecord? in
                 var changes: [DocumentChange] = []
                 for document in upserts {
@@ -90,8 +92,13 @@ extension DocumentDatabase {
                     changes.append(DocumentChange(path: path, before: before, after: nil))
                     state.remove(path)
                 }
-                guard !changes.isEmpty else { return nil }
-                state.sequence += 1
+                // Counted as the log counts: the owner's `seq` (a commit with nothing new here
+                // still moves the count).
+                guard !changes.isEmpty else {
+                    state.sequence = max(state.sequence, seq)
+                    return nil
+                }
+                state.sequence = max(state.sequence + 1, seq)
                 let record = CommitRecord(sequence: state.sequence, commitTime: commitTime, changes: changes)
                 state.record(record)
                 return record

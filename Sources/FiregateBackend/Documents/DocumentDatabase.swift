@@ -14,8 +14,10 @@ import Synchronization
 public final class DocumentDatabase: Sendable {
     public let id: DatabaseID
     public let feed = DocumentChangeFeed()
-    /// Distinguishes this process's resume tokens from an earlier run's.
-    let epoch = String(UInt32.random(in: 0...UInt32.max), radix: 36)
+    /// The first part of resume tokens: random per process, which tells this run's tokens from
+    /// an earlier run's; on a shared store, the database's generation in the log, the same on
+    /// every replica (see `adoptLogPosition`).
+    let epoch = Mutex(String(UInt32.random(in: 0...UInt32.max), radix: 36))
     let clock: ServerClock
     let storage: any DocumentStorage
     let operations: OperationsLog?
@@ -31,8 +33,23 @@ public final class DocumentDatabase: Sendable {
             for document in documents { state.put(document) }
             // Loaded documents come without their history: refuse reads of earlier times.
             if !documents.isEmpty { state.prunedThrough = clock.now() }
+            // On a shared store, commits count as the log does, so tokens mean the same everywhere.
+            if let position = storage.position(id) { state.sequence = position.seq }
         }
+        if let position = storage.position(id) { epoch.withLock { $0 = position.generation } }
     }
+
+    /// On a shared store, the generation this database's commits now belong to (learnt when its
+    /// first commit made its log head, or a clear started a new one). Called in commit order,
+    /// before a commit is published, so every token it yields carries it.
+    func adoptLogGeneration() {
+        guard let generation = storage.position(id)?.generation else { return }
+        epoch.withLock { if $0 != generation { $0 = generation } }
+    }
+
+
+    /// The number of commits the memory reflects (on a shared store: the log's `seq`).
+    public var currentSequence: Int64 { state.withLock { $0.sequence } }
 
     // MARK: Reads
 
@@ -399,6 +416,7 @@ public final class DocumentDatabase: Sendable {
         storage.enqueue(DocumentPersistBatch(database: id, upserts: upserts, deletes: deletes, companion: companion, commitTime: commitTime)) { [self] outcome in
             switch outcome {
             case .success:
+                adoptLogGeneration()
                 feed.publish(record)
                 operations?.record(.commit(database: id, commitTime: commitTime, documents: record.changes.map(\.path)))
                 signal.complete(outcome)
@@ -417,7 +435,10 @@ public final class DocumentDatabase: Sendable {
             state = DatabaseState()
             state.sequence = sequence + 1
             state.prunedThrough = clock.now()
-            storage.enqueueClear(id) { signal.complete($0) }
+            storage.enqueueClear(id) { [self] outcome in
+                if case .success = outcome { adoptLogGeneration() }
+                signal.complete(outcome)
+            }
         }
         feed.closeAll(.init(.aborted, "The database was reset."))
         try await signal.wait()

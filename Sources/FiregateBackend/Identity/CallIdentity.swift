@@ -37,6 +37,22 @@ public enum CallIdentity: Sendable, Equatable {
         return nil
     }
 
+    /// A bearer token naming this identity, for a request one replica makes for a caller on
+    /// another: `owner` for the admin, an unsigned JWT of the user's claims (the emulator reads
+    /// JWTs without checking signatures, as the official emulators do), nil for nobody.
+    public var bearerToken: String? {
+        switch self {
+        case .admin: return "owner"
+        case .unauthenticated: return nil
+        case .user(_, let claims):
+            func part(_ json: JSON) -> String {
+                Data(JSONWriter.bytes(json)).base64EncodedString()
+                    .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
+            }
+            return part(["alg": "none", "typ": "JWT"]) + "." + part(claims) + "."
+        }
+    }
+
     /// The payload of a JWT (`header.payload.signature`, base64url), when it is a JSON object.
     public static func claims(ofJWT token: String) -> JSON? {
         let parts = token.split(separator: ".", omittingEmptySubsequences: false)

@@ -23,6 +23,7 @@ struct DocumentListenRoute {
         let queryJSON = try await ListenQueryParameter.structuredQuery(params, request)
         let lastEventID = request.headers[HTTPField.Name("Last-Event-ID")!] ?? params.first("lastEventId")
         let resumeAfter = lastEventID.flatMap { database.sequence(fromResumeToken: $0) }
+        if let resumeAfter, resumeAfter > database.currentSequence { await database.awaitSequence(resumeAfter, timeout: .seconds(2)) }
         let changesOnly = try params.bool("changesOnly") ?? false
         if let queryJSON {
             guard !path.isCollection else { throw .invalidArgument("A query listen names the root or a parent document, not a collection.") }

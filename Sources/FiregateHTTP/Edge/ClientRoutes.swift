@@ -17,6 +17,24 @@ struct ClientRoutes: Sendable {
         }
     }
 
+    /// On replicas, a client not running here is claimed, or its request goes to the replica
+    /// that runs it (an event stream as a stream); nil when it runs here (from now on).
+    private func forwarded(_ id: String, _ request: Request, _ forwarding: OwnerForwarding) async throws(FiregateError) -> Response? {
+        let marked = try forwarding.isForwarded(request.headers)
+        guard let owner = try forwarding.directory.claimClient(id) else { return nil }
+        guard !marked else {
+            throw FiregateError(.unavailable, "Edge client \(id) is run by replica \(owner.id); retry.")
+        }
+        let target = OwnerForwarding.Target(owner: owner, scope: nil)
+        if FiregateResponder.mayStream(request) { return try await forwarding.forwardStream(request, to: target) }
+        var request = request
+        let body: ByteBuffer
+        do { body = try await request.collectBody(upTo: Request.maxBodyBytes) } catch {
+            throw FiregateError(.invalidArgument, "Request payload too large or unreadable.")
+        }
+        return try await forwarding.forward(request, body: body, to: target)
+    }
+
     func dispatch(_ request: Request) async throws(FiregateError) -> Response {
         let raw = request.uri.path
         let rest = raw.dropFirst("/clients".count)
@@ -48,6 +66,10 @@ struct ClientRoutes: Sendable {
             throw .invalidArgument("Client ids starting with \"sharedWith/\" are the shared persistences' own; open a tab with {\"sharedWith\": key} instead.")
         }
         let prefixLength = "/clients/".utf8.count + idPart.utf8.count
+        if let forwarding = documents.forwarding, clients.existing(id) == nil, clients.persistence(ofTab: id) == nil,
+           let answer = try await forwarded(id, request, forwarding) {
+            return answer
+        }
         if clients.isClosedTab(id) {
             // A terminated tab answers its state, DELETE, clearPersistence and a PUT that
             // opens it again; nothing else.

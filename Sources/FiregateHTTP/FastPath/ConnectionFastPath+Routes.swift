@@ -22,6 +22,9 @@ extension ConnectionFastPath {
                 respond(answer, path: path, started: started, context: context)
             }
         case .documentStream(let target):
+            // A token from ahead (another replica's) waits for this one on the full path.
+            if let token = request.lastEventID, let database = Optional(backend.documents.database(target.database)),
+               let sequence = database.sequence(fromResumeToken: token), sequence > database.currentSequence { return false }
             buffer.moveReaderIndex(forwardBy: request.length)
             // An idle stream keeps no read buffer.
             unread = buffer.readableBytes > 0 ? buffer : nil

@@ -116,3 +116,120 @@ private final class AnswerCollector: ChannelInboundHandler, RemovableChannelHand
         promise.completeWith(result)
     }
 }
+
+extension ForwardingClient {
+    /// An answer whose body streams (an event stream): its head, then its body as it comes.
+    struct StreamingAnswer: Sendable {
+        var status: Int
+        var headers: HTTPHeaders
+        var body: AsyncThrowingStream<ByteBuffer, any Error>
+        /// Closes the connection (the client went away).
+        var close: @Sendable () -> Void
+    }
+
+    /// Sends `head` and `body` and returns once the answer's head has come (within `timeout`);
+    /// its body then streams for as long as the other replica sends it.
+    func stream(to address: String, head: HTTPRequestHead, body: ByteBuffer) async throws(FiregateError) -> StreamingAnswer {
+        guard let url = URL(string: address), url.scheme == "http", let host = url.host, !host.isEmpty else {
+            throw .unavailable("The replica address \"\(address)\" is not an http://host:port URL; set --advertise on that replica.")
+        }
+        do {
+            let loop = group.next()
+            let headPromise = loop.makePromise(of: HTTPResponseHead.self)
+            let (parts, continuation) = AsyncThrowingStream.makeStream(of: ByteBuffer.self, bufferingPolicy: .bufferingNewest(4096))
+            let timeout = timeout
+            let channel = try await ClientBootstrap(group: loop)
+                .connectTimeout(.seconds(2))
+                .channelInitializer { channel in
+                    channel.eventLoop.makeCompletedFuture {
+                        try channel.pipeline.syncOperations.addHTTPClientHandlers()
+                        try channel.pipeline.syncOperations.addHandler(StreamRelay(head: headPromise, parts: continuation, timeout: timeout))
+                    }
+                }
+                .connect(host: host, port: url.port ?? 80).get()
+            var head = head
+            head.headers.replaceOrAdd(name: "Host", value: url.port.map { "\(host):\($0)" } ?? host)
+            head.headers.replaceOrAdd(name: "Content-Length", value: String(body.readableBytes))
+            channel.write(HTTPClientRequestPart.head(head), promise: nil)
+            if body.readableBytes > 0 { channel.write(HTTPClientRequestPart.body(.byteBuffer(body)), promise: nil) }
+            channel.writeAndFlush(HTTPClientRequestPart.end(nil), promise: nil)
+            let received: HTTPResponseHead
+            do {
+                received = try await headPromise.futureResult.get()
+            } catch {
+                channel.close(promise: nil)
+                throw error
+            }
+            return StreamingAnswer(status: Int(received.status.code), headers: received.headers, body: parts,
+                                   close: { channel.close(promise: nil) })
+        } catch {
+            throw .unavailable("Replica \(address) could not be reached (\(error)). Retry.")
+        }
+    }
+}
+
+/// Hands a streamed answer on: its head to a promise (failed if none comes within the timeout),
+/// its body parts to a stream that ends with the answer or the connection.
+private final class StreamRelay: ChannelInboundHandler, RemovableChannelHandler {
+    typealias InboundIn = HTTPClientResponsePart
+
+    private let head: EventLoopPromise<HTTPResponseHead>
+    private let parts: AsyncThrowingStream<ByteBuffer, any Error>.Continuation
+    private let timeout: TimeAmount
+    private var headDone = false
+    private var timer: Scheduled<Void>?
+
+    init(head: EventLoopPromise<HTTPResponseHead>, parts: AsyncThrowingStream<ByteBuffer, any Error>.Continuation, timeout: TimeAmount) {
+        self.head = head
+        self.parts = parts
+        self.timeout = timeout
+    }
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        let bound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
+        timer = context.eventLoop.scheduleTask(in: timeout) {
+            let (relay, context) = bound.value
+            relay.fail(AnswerCollectorTimeout())
+            context.close(promise: nil)
+        }
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        switch unwrapInboundIn(data) {
+        case .head(let received):
+            headDone = true
+            timer?.cancel()
+            head.succeed(received)
+        case .body(let part):
+            parts.yield(part)
+        case .end:
+            parts.finish()
+            context.close(promise: nil)
+        }
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        fail(AnswerCollectorTimeout.closed)
+        parts.finish()
+        context.fireChannelInactive()
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        fail(error)
+        parts.finish(throwing: error)
+        context.close(promise: nil)
+    }
+
+    private func fail(_ error: any Error) {
+        guard !headDone else { return }
+        headDone = true
+        timer?.cancel()
+        head.fail(error)
+    }
+}
+
+/// Why a forwarded request got no answer.
+struct AnswerCollectorTimeout: Error, CustomStringConvertible {
+    static let closed = AnswerCollectorTimeout(description: "the connection closed before the answer came")
+    var description = "no answer in time"
+}

@@ -24,10 +24,10 @@ struct OwnerForwarding: Sendable {
     /// the forwarding replica waits to have applied before it answers (read-your-writes there).
     static let logSeq = HTTPField.Name("Firegate-Log-Seq")!
 
-    /// Where a request goes: the owner of its scope.
+    /// Where a request goes: the owner of its scope, or of its edge client (no scope).
     struct Target: Sendable {
         let owner: ReplicaAddress
-        let scope: ScopeLease.Scope
+        let scope: ScopeLease.Scope?
     }
 
     /// Request headers that describe the hop, not the request.
@@ -80,6 +80,35 @@ struct OwnerForwarding: Sendable {
         return Response(status: .init(code: answer.status), headers: fields, body: .init(byteBuffer: answer.body))
     }
 
+    /// The request as it came, answered by `target`'s owner as a stream (an event stream):
+    /// the owner's head at once, then its events as they come, until either side ends it.
+    func forwardStream(_ request: Request, to target: Target) async throws(FiregateError) -> Response {
+        var headers = HTTPHeaders()
+        for field in request.headers where !Self.hopHeaders.contains(field.name.canonicalName) {
+            headers.add(name: field.name.rawName, value: field.value)
+        }
+        headers.replaceOrAdd(name: Self.forwardedBy.rawName, value: directory.replicaID)
+        if let secret { headers.replaceOrAdd(name: Self.secretField.rawName, value: secret) }
+        let head = HTTPRequestHead(version: .http1_1, method: .init(rawValue: request.method.rawValue), uri: request.uri.description, headers: headers)
+        let answer: ForwardingClient.StreamingAnswer
+        do {
+            answer = try await client.stream(to: target.owner.address, head: head, body: ByteBuffer())
+        } catch {
+            throw .unavailable("Replica \(target.owner.id), which runs this, could not be reached at \(target.owner.address); retry. \(error.message)")
+        }
+        var fields = HTTPFields()
+        for (name, value) in answer.headers where !Self.ownHeaders.contains(name.lowercased()) {
+            if let name = HTTPField.Name(name) { fields.append(HTTPField(name: name, value: value)) }
+        }
+        fields[Self.forwardedTo] = target.owner.id
+        let body = answer.body, close = answer.close
+        return Response(status: .init(code: answer.status), headers: fields, body: ResponseBody { writer in
+            defer { close() }
+            for try await part in body { try await writer.write(part) }
+            try await writer.finish(nil)
+        })
+    }
+
     /// A REST call on `owner` standing for a gRPC call: its JSON answer, or its error as the
     /// owner gave it (status and message).
     func call(_ method: HTTPMethod, _ uri: String, json: JSON?, authorization: String?, to target: Target) async throws(FiregateError) -> JSON {
@@ -114,8 +143,8 @@ struct OwnerForwarding: Sendable {
         } catch {
             throw .unavailable("The owner of this data, replica \(owner.id), could not be reached at \(owner.address); retry (its lease runs out if it is gone). \(error.message)")
         }
-        if let seq = answer.headers.first(name: Self.logSeq.rawName).flatMap(Int64.init) {
-            await directory.awaitLog(of: target.scope, through: seq, timeout: .seconds(2))
+        if let scope = target.scope, let seq = answer.headers.first(name: Self.logSeq.rawName).flatMap(Int64.init) {
+            await directory.awaitLog(of: scope, through: seq, timeout: .seconds(2))
         }
         return answer
     }

@@ -38,16 +38,30 @@ public protocol DocumentStorage: Sendable {
     func enqueueLoad(_ database: DatabaseID, completion: @escaping @Sendable (Result<[Document], any Error>) -> Void)
     func loadDatabase(_ id: DatabaseID) throws -> [Document]
     func follow(_ apply: @escaping @Sendable (DatabaseID, ReplicatedDocumentChange) -> Void)
+    func position(_ id: DatabaseID) -> LogPosition?
 }
 
 /// A commit another replica made to a database this one holds in memory, as the store's log
-/// gives it (DESIGN §1.8).
+/// gives it (DESIGN §1.8), with its place in the log.
 public enum ReplicatedDocumentChange: Sendable {
-    case commit(upserts: [Document], deletes: [ResourcePath], commitTime: Timestamp)
-    /// The database was cleared.
-    case clear
-    /// The follower fell behind what the log keeps: these are the documents now.
-    case reload([Document])
+    case commit(upserts: [Document], deletes: [ResourcePath], commitTime: Timestamp, seq: Int64)
+    /// The database was cleared: a new generation starts at this position.
+    case clear(LogPosition)
+    /// The follower fell behind what the log keeps: these are the documents at this position.
+    case reload([Document], LogPosition)
+}
+
+/// A place in a shared store's commit log: the database's generation (new at each clear) and
+/// the `seq` of a commit in it. Resume tokens are made of it, so that every replica reads them
+/// the same way.
+public struct LogPosition: Sendable, Equatable {
+    public var generation: String
+    public var seq: Int64
+
+    public init(generation: String, seq: Int64) {
+        self.generation = generation
+        self.seq = seq
+    }
 }
 
 /// What only a store shared by several replicas does; a store of one process (SQLite, memory)
@@ -59,6 +73,9 @@ extension DocumentStorage {
     /// Calls `apply`, in log order per database, with the commits other replicas make to the
     /// databases this replica has in memory but does not own.
     public func follow(_ apply: @escaping @Sendable (DatabaseID, ReplicatedDocumentChange) -> Void) {}
+    /// Where in the shared log the database's memory stands (after a load, a commit, or a
+    /// followed commit); nil for a store of one process, whose positions are the process's own.
+    public func position(_ id: DatabaseID) -> LogPosition? { nil }
 }
 
 /// Keeps nothing (`--in-memory`): every batch is "durable" at once.
