@@ -56,7 +56,13 @@ public enum FiregateServer {
                             client: ForwardingClient(timeout: .seconds(Int64(configuration.leaseSeconds))))
         }
         documents.forwarding = forwarding
-        if let forwarding { backend.remoteCommits.install(OwnerCommitSender(forwarding: forwarding)) }
+        if let forwarding {
+            backend.remoteCommits.install(OwnerCommitSender(forwarding: forwarding))
+            let orphaned = OrphanedDisconnects(backend: backend, forwarding: forwarding, logger: logger)
+            backend.replicas?.onOrphanedDisconnects { namespace, operations in
+                Task { await orphaned.run(namespace: namespace, operations: operations) }
+            }
+        }
         backend.rules.trust(adminToken: configuration.adminToken)
         return FiregateResponder(
             documents: documents,

@@ -117,6 +117,14 @@ enum PostgresSchema {
         ("v4-client-owners", [
             "CREATE TABLE fg_client_owner (client_id text COLLATE \"C\" PRIMARY KEY, replica text NOT NULL, epoch bigint NOT NULL)",
         ]),
+        // The onDisconnect operations each open connection has registered, so that another
+        // replica runs them, once, when the connection's replica dies.
+        ("v5-ondisconnect", [
+            """
+            CREATE TABLE fg_ondisconnect (replica text COLLATE "C" NOT NULL, connection text COLLATE "C" NOT NULL,
+                namespace text NOT NULL, operations bytea NOT NULL, PRIMARY KEY (replica, connection))
+            """,
+        ]),
     ]
 
     /// Brings the database to the newest schema; returns the steps it applied.

@@ -38,6 +38,10 @@ public final class PostgresStore: Sendable {
     let ownedClients = Mutex<[String: Int64]>([:])
     /// Told of owned clients another replica took over (`onClientsLost`).
     let clientsLost = Mutex<(@Sendable ([String]) -> Void)?>(nil)
+    /// Runs the onDisconnect operations of dead replicas' connections (`onOrphanedDisconnects`).
+    let orphanedDisconnects = Mutex<(@Sendable (String, [UInt8]) -> Void)?>(nil)
+    /// Keeps connections' onDisconnect operations in the store, in order, off their callers.
+    let disconnectKeeping = DispatchQueue(label: "firegate.postgres.ondisconnect")
     /// Renews the leases (see `startRenewal`): set at the end of `init`, cancelled by `close`.
     /// (A dispatch source must be resumed before it is released, so none exists until then.)
     private nonisolated(unsafe) var renewal: DispatchSourceTimer?
@@ -112,6 +116,7 @@ public final class PostgresStore: Sendable {
                 for row in rows { if let (scope, epoch) = try? row.decode((String, Int64).self) { held[scope] = epoch } }
                 leases.confirm(held)
                 try checkOwnedClients(keeper)
+                try reapOrphanedDisconnects(keeper)
                 lastRenewed.withLock { $0 = .now }
                 // The log keeps the last `logWindow` commits of each scope this replica owns.
                 try keeper.query("""

@@ -160,6 +160,7 @@ extension RealtimeSession {
         default:
             _ = state.withLock { $0.onDisconnect.cancel(at: path) }
         }
+        if let changed = hooks.onDisconnectChanged { changed(state.withLock { $0.onDisconnect.operations.filter(\.registered) }) }
         return ok(number)
     }
 

@@ -19,6 +19,9 @@ public struct RealtimeSessionHooks: Sendable {
     public var identityChanged: @Sendable (CallIdentity) -> Void = { _ in }
     /// An onDisconnect operation ran, after the connection closed.
     public var onDisconnectRan: @Sendable (OnDisconnectOperation) -> Void = { _ in }
+    /// The registered onDisconnect operations are now these (none once they ran or were
+    /// forgotten): replicas keep them in the shared store for when this one dies.
+    public var onDisconnectChanged: (@Sendable ([OnDisconnectOperation]) -> Void)?
 
     public init() {}
 }
@@ -176,6 +179,7 @@ public final class RealtimeSession: Sendable {
     /// Forgets the onDisconnect operations (the emulator was reset: they must not write into it).
     public func forgetOnDisconnect() {
         state.withLock { $0.onDisconnect.removeAll() }
+        hooks.onDisconnectChanged?([])
     }
 
     private func runDisconnect() async {
@@ -183,6 +187,8 @@ public final class RealtimeSession: Sendable {
             defer { state.listens.removeAll() }
             return (state.listens.subscriptions, state.onDisconnect.takeRegistered())
         }
+        // Claimed here before they run, so no other replica runs them too.
+        if !operations.isEmpty { hooks.onDisconnectChanged?([]) }
         for subscription in subscriptions { await tree.unsubscribe(subscription) }
         if !subscriptions.isEmpty { hooks.listensChanged(0) }
         for operation in operations {

@@ -30,6 +30,12 @@ public protocol ReplicaDirectory: Sendable {
     /// each renewal, and all of them when this replica could not renew for half a lease): they
     /// must stop here.
     func onClientsLost(_ lost: @escaping @Sendable ([String]) -> Void)
+    /// Keeps `connection`'s registered onDisconnect operations (their JSON; nil: none) in the
+    /// store, in call order, so that another replica runs them if this one dies.
+    func keepOnDisconnect(connection: String, namespace: String, operations: [UInt8]?)
+    /// `run` gets the onDisconnect operations of connections whose replica's heartbeat is older
+    /// than a lease, each set once: this replica claims (deletes) them before it runs them.
+    func onOrphanedDisconnects(_ run: @escaping @Sendable (_ namespace: String, _ operations: [UInt8]) -> Void)
 }
 
 /// One replica as the store records it. Times are RFC 3339, UTC.

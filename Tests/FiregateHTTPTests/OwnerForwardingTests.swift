@@ -22,6 +22,8 @@ final class OwnerForwardingTests: XCTestCase {
         func claimClient(_ id: String) throws(FiregateError) -> ReplicaAddress? { owner }
         func releaseClient(_ id: String) {}
         func onClientsLost(_ lost: @escaping @Sendable ([String]) -> Void) {}
+        func keepOnDisconnect(connection: String, namespace: String, operations: [UInt8]?) {}
+        func onOrphanedDisconnects(_ run: @escaping @Sendable (String, [UInt8]) -> Void) {}
     }
 
     func testOnlyARequestWithTheClusterSecretCountsAsForwardedAndItIsNeverForwardedAgain() throws {

@@ -88,6 +88,33 @@ final class PostgresStoreTests: XCTestCase {
         XCTAssertNil(try b.owner(of: scope), "an expired lease sends writes nowhere: b takes it")
     }
 
+    func testADeadReplicasOnDisconnectOperationsAreClaimedOnceByOneLiveReplica() async throws {
+        let database = try TestDatabase()
+        let a = try database.store("a", leaseSeconds: 2), b = try database.store("b", leaseSeconds: 2), c = try database.store("c", leaseSeconds: 2)
+        defer { b.close(); c.close() }
+        let ran = Mutex<[String]>([])
+        for store in [b, c] {
+            let name = store.replicaID
+            store.onOrphanedDisconnects { namespace, operations in
+                ran.withLock { $0.append("\(name):\(namespace):\(String(decoding: operations, as: UTF8.self))") }
+            }
+        }
+        a.keepOnDisconnect(connection: "c1", namespace: "ns", operations: Array("[1]".utf8))
+        a.keepOnDisconnect(connection: "c2", namespace: "ns", operations: Array("[2]".utf8))
+        a.keepOnDisconnect(connection: "c2", namespace: "ns", operations: nil)   // ran by a itself
+        a.keepOnDisconnect(connection: "c3", namespace: "other", operations: Array("[3]".utf8))
+        try await Task.sleep(for: .milliseconds(500))
+        XCTAssertEqual(try database.sql("SELECT connection FROM fg_ondisconnect ORDER BY connection"), [["c1"], ["c3"]])
+        try await Task.sleep(for: .seconds(1))
+        XCTAssertEqual(ran.withLock { $0 }, [], "a lives: nobody runs its operations")
+        a.close()   // its heartbeat stops
+        try database.sql("UPDATE fg_replicas SET heartbeat_at = now() - interval '1 minute' WHERE replica = 'a'")
+        try await Task.sleep(for: .seconds(2))
+        let claimed = ran.withLock { $0 }.map { $0.split(separator: ":", maxSplits: 1)[1] }.sorted()
+        XCTAssertEqual(claimed, ["ns:[1]", "other:[3]"], "each set once, by one replica: \(ran.withLock { $0 })")
+        XCTAssertEqual(try database.sql("SELECT count(*)::text FROM fg_ondisconnect"), [["0"]])
+    }
+
     func testAnOwnerWhoseLeaseWasTakenOverWritesNothingAndReloadsBeforeWritingAgain() async throws {
         let database = try TestDatabase()
         let a = try database.store("a"), b = try database.store("b")

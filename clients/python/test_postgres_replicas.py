@@ -628,3 +628,65 @@ def test_an_edge_client_on_a_follower_sends_its_writes_to_the_owner(pair):
         if body and not body["metadata"]["hasPendingWrites"] and docs_now.get("counter", {}).get("fields", {}).get("k") == {"integerValue": "3"}:
             break
     stream.close()
+
+
+def test_a_dead_replicas_ondisconnect_operations_run_once_on_another(pair):
+    """A WebSocket client on A registers presence; A is killed, so the connection never closes
+    there: B runs the operations it had registered (and not the cancelled one), once."""
+    from rtdb_socket import RealtimeSocket
+    url, (a, a_base), (_, b_base) = pair
+    ns = "ns-" + uuid.uuid4().hex[:8]
+    sock = RealtimeSocket(a_base, ns)
+    assert sock.put("/presence/me", "online")["s"] == "ok"
+    assert sock.request("o", {"p": "/presence/me", "d": {"state": "offline", "at": {".sv": "timestamp"}}})["s"] == "ok"
+    assert sock.request("om", {"p": "/counts", "d": {"gone": 1}})["s"] == "ok"
+    assert sock.request("o", {"p": "/cancelled/x", "d": True})["s"] == "ok"
+    assert sock.request("oc", {"p": "/cancelled"})["s"] == "ok"
+    deadline = time.monotonic() + 5
+    while _count(url, "fg_ondisconnect") != 1:
+        assert time.monotonic() < deadline, "the registered operations never reached the store"
+        time.sleep(0.05)
+    assert requests.get(f"{b_base}/presence/me.json", params={"ns": ns}, timeout=10).json() == "online"
+    a.kill()
+    a.wait()
+    killed = time.monotonic()
+    while True:
+        got = requests.get(f"{b_base}/presence/me.json", params={"ns": ns}, timeout=10).json()
+        if isinstance(got, dict):
+            break
+        assert got == "online" and time.monotonic() - killed < LEASE * 2 + 3, got
+        time.sleep(0.1)
+    ran = time.monotonic() - killed
+    assert got["state"] == "offline" and got["at"] > 1_700_000_000_000, got
+    assert requests.get(f"{b_base}/counts.json", params={"ns": ns}, timeout=10).json() == {"gone": 1}
+    assert requests.get(f"{b_base}/cancelled.json", params={"ns": ns}, timeout=10).json() is None
+    assert _count(url, "fg_ondisconnect") == 0, "claimed once, by one replica"
+    print(f"  B ran A's onDisconnect operations {ran:.2f} s after A was killed (lease {LEASE} s)")
+
+
+def _count(url, table):
+    return int(subprocess.run(["psql", url, "-Atc", f"SELECT count(*) FROM {table}"], capture_output=True, text=True, check=True).stdout)
+
+
+def test_an_edge_clients_ondisconnect_runs_when_its_replica_dies(pair):
+    url, (a, a_base), (_, b_base) = pair
+    ns = "ns-" + uuid.uuid4().hex[:8]
+    on_a = f"{a_base}/clients/app-{uuid.uuid4().hex[:8]}"
+    assert requests.put(on_a, json={"namespace": ns}, timeout=10).status_code == 200
+    assert requests.put(f"{on_a}/presence/me.json", json="online", timeout=10).status_code == 200
+    deadline = time.monotonic() + 5
+    while requests.get(f"{b_base}/presence/me.json", params={"ns": ns}, timeout=10).json() != "online":
+        assert time.monotonic() < deadline, "the client's write never reached the server"
+        time.sleep(0.05)
+    registered = requests.post(f"{on_a}/onDisconnect", json={"path": "presence/me", "op": "set", "value": "offline"}, timeout=10)
+    assert registered.json()["state"] == "registered", registered.text
+    while _count(url, "fg_ondisconnect") != 1:
+        assert time.monotonic() < deadline + 5, "the registered operation never reached the store"
+        time.sleep(0.05)
+    a.kill()
+    a.wait()
+    killed = time.monotonic()
+    while requests.get(f"{b_base}/presence/me.json", params={"ns": ns}, timeout=10).json() != "offline":
+        assert time.monotonic() - killed < LEASE * 2 + 3, "B never ran the dead replica's client's onDisconnect"
+        time.sleep(0.1)
+    assert _count(url, "fg_ondisconnect") == 0

@@ -43,6 +43,25 @@ public struct OnDisconnectOperation: Sendable {
         }
     }
 
+    /// An operation from its `json` (kept in a shared store for another replica to run).
+    public init(json: JSON) throws(FiregateError) {
+        guard let text = json.member("path")?.stringValue, let name = json.member("op")?.stringValue else {
+            throw .invalidArgument("An onDisconnect operation needs a path and an op.")
+        }
+        path = try TreePath(validating: text)
+        registered = json.member("state")?.stringValue != "queued"
+        switch name {
+        case "remove": kind = .set(.null)
+        case "set": kind = .set(json.member("value") ?? .null)
+        case "update":
+            guard case .object(let members)? = json.member("value") else { throw .invalidArgument("An onDisconnect update needs an object.") }
+            var entries: [(TreePath, JSON)] = []
+            for (key, value) in members { entries.append((try TreePath(validating: key), value)) }
+            kind = .update(entries)
+        default: throw .invalidArgument("Unknown onDisconnect op \(name).")
+        }
+    }
+
     public var json: JSON {
         var json: JSON = ["path": .string(path.description), "op": .string(name), "state": .string(registered ? "registered" : "queued")]
         switch kind {

@@ -16,6 +16,7 @@ extension TreeSync {
         refreshViews(touching: [TreePath(keys: [TreeInfo.rootKey])])
         for spec in Set(views.keys.filter { !$0.isInfo }.map(\.spec)) where views.isActive(spec) { openListen(spec) }
         onDisconnect.registerQueued()
+        if !onDisconnect.operations.isEmpty { keepRegistered() }
         pump()
     }
 

@@ -65,7 +65,10 @@ extension TreeSync {
     /// reset or imported (`reason`: nothing of the old state may reappear, so it does not).
     func shutdown(reason: FiregateError?) {
         views.endAll(with: reason)
-        if reason != nil { onDisconnect.removeAll() }
+        if reason != nil {
+            onDisconnect.removeAll()
+            keepRegistered()
+        }
         disconnect()
         started = false
         for write in writes.writes { finish(write.id, .rejected(FiregateError(.cancelled, "The client was deleted."))) }

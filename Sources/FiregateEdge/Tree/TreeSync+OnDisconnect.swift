@@ -27,13 +27,25 @@ extension TreeSync {
         }
         let operation = OnDisconnectOperation(path: path, kind: kind, registered: connected)
         onDisconnect.add(operation)
+        if operation.registered { keepRegistered() }
         return operation.json
     }
 
     /// Cancels the operations at `path` and below (queued or registered); returns how many.
     public func cancelOnDisconnect(path: TreePath) -> Int {
         begin()
-        return onDisconnect.cancel(at: path)
+        let cancelled = onDisconnect.cancel(at: path)
+        if cancelled > 0 { keepRegistered() }
+        return cancelled
+    }
+
+    /// On replicas: the registered operations, as they are now, go to the shared store, so that
+    /// another replica runs them if this one dies with the client (DESIGN §1.8).
+    func keepRegistered() {
+        guard let replicas = backend.replicas else { return }
+        let registered = onDisconnect.operations.filter(\.registered)
+        replicas.keepOnDisconnect(connection: "edge:\(clientID)", namespace: namespace,
+                                  operations: registered.isEmpty ? nil : JSONWriter.bytes(.array(registered.map(\.json))))
     }
 
     /// Runs the registered operations: locally as server data at once, then on the server,
@@ -41,6 +53,7 @@ extension TreeSync {
     func runOnDisconnect() {
         let operations = onDisconnect.takeRegistered()
         guard !operations.isEmpty else { return }
+        keepRegistered()   // claimed here before they run
         let local = LocalTreeValues(cache: cache, writes: writes, nowMillis: serverTimeMillis())
         var touched: [TreePath] = []
         for operation in operations {

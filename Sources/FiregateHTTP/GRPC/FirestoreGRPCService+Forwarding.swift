@@ -45,7 +45,7 @@ extension FirestoreGRPCService {
 
     /// `/v1/{name}` with `query` (each value percent-encoded).
     static func restURI(_ name: String, query: [(String, String)]) -> String {
-        let pairs = query.map { "\($0.0)=\(percentEncoded($0.1))" }
+        let pairs = query.map { "\($0.0)=\(OwnerForwarding.percentEncoded($0.1))" }
         return "/v1/\(name)" + (pairs.isEmpty ? "" : "?" + pairs.joined(separator: "&"))
     }
 
@@ -64,10 +64,5 @@ extension FirestoreGRPCService {
         if let exists = precondition?.member("exists")?.boolValue { query.append(("currentDocument.exists", exists ? "true" : "false")) }
         if let time = precondition?.member("updateTime")?.stringValue { query.append(("currentDocument.updateTime", time)) }
         return query
-    }
-
-    private static func percentEncoded(_ value: String) -> String {
-        let allowed = CharacterSet(charactersIn: "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
-        return value.addingPercentEncoding(withAllowedCharacters: allowed) ?? value
     }
 }

@@ -49,6 +49,12 @@ struct RealtimeSockets: Sendable {
         hooks.listensChanged = { registry.setListens(id, $0) }
         hooks.identityChanged = { registry.setUID(id, $0.uid) }
         hooks.onDisconnectRan = { operations.record(.onDisconnect(client: id, path: $0.path.description, op: $0.name)) }
+        if let replicas = backend.replicas {
+            hooks.onDisconnectChanged = { registered in
+                replicas.keepOnDisconnect(connection: id, namespace: namespace,
+                                          operations: registered.isEmpty ? nil : JSONWriter.bytes(.array(registered.map(\.json))))
+            }
+        }
         let session = RealtimeSession(tree: backend.tree, namespace: namespace, identity: identity, transport: transport, hooks: hooks, limits: limits,
                                       rules: backend.rules)
         let controls = ConnectionControls(

@@ -1,4 +1,5 @@
 import FiregateModel
+import Foundation
 import FiregateStore
 import HTTPTypes
 import Hummingbird
@@ -147,6 +148,12 @@ struct OwnerForwarding: Sendable {
             await directory.awaitLog(of: scope, through: seq, timeout: .seconds(2))
         }
         return answer
+    }
+
+    /// `value` as one URL component: everything but unreserved ASCII percent-encoded.
+    static func percentEncoded(_ value: String) -> String {
+        let allowed = CharacterSet(charactersIn: "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
+        return value.addingPercentEncoding(withAllowedCharacters: allowed) ?? value
     }
 
     private static func constantTimeEqual(_ a: String, _ b: String) -> Bool {
