@@ -58,6 +58,9 @@ public struct PostgresDocumentStorage: DocumentStorage {
     public func enqueueLoad(_ database: DatabaseID, completion: @escaping @Sendable (Result<[Document], any Error>) -> Void) {
         let scope = PostgresStore.scope(database)
         store.queue.enqueue(.alone { store in
+            // The load and its replacing the memory, with the tail held off (see `followLock`).
+            store.followLock.lock()
+            defer { store.followLock.unlock() }
             completion(Result { () throws(FiregateError) -> [Document] in
                 try store.read { session throws(FiregateError) -> [Document] in try store.loadScope(scope, session) }
             })

@@ -21,6 +21,11 @@ extension PostgresStore: ReplicaDirectory {
                 }
                 leases[owner, default: []].append(ScopeLease(scope: scope, epoch: epoch, leaseUntil: until, expired: expired, seq: seq))
             }
+            var clients: [String: [(id: String, epoch: Int64)]] = [:]
+            for row in try session.query("SELECT replica, client_id, epoch FROM fg_client_owner ORDER BY client_id").rows {
+                let (replica, client, epoch) = try decode(row, (String, String, Int64).self)
+                clients[replica, default: []].append((PostgresText.loaded(client), epoch))
+            }
             var replicas: [ReplicaStatus] = []
             for row in try session.query("""
                 SELECT replica, address, \(unescaped: PostgresStore.rfc3339("started_at")), \(unescaped: PostgresStore.rfc3339("heartbeat_at")),
@@ -29,7 +34,7 @@ extension PostgresStore: ReplicaDirectory {
                 """).rows {
                 let (id, address, started, heartbeat, alive) = try decode(row, (String, String, String, String, Bool).self)
                 replicas.append(ReplicaStatus(id: id, address: address, startedAt: started, heartbeatAt: heartbeat, alive: alive,
-                                              scopes: leases[id] ?? []))
+                                              scopes: leases[id] ?? [], clients: clients[id] ?? []))
             }
             return replicas
         }

@@ -40,6 +40,10 @@ public final class PostgresStore: Sendable {
     let clientsLost = Mutex<(@Sendable ([String]) -> Void)?>(nil)
     /// Runs the onDisconnect operations of dead replicas' connections (`onOrphanedDisconnects`).
     let orphanedDisconnects = Mutex<(@Sendable (String, [UInt8]) -> Void)?>(nil)
+    /// Held while the tail applies the log and while a reload replaces a scope in memory, so
+    /// that the tail never applies a commit to memory a reload is about to replace with an
+    /// older snapshot (it would count the commit as applied and never apply it again).
+    let followLock = NSLock()
     /// Keeps connections' onDisconnect operations in the store, in order, off their callers.
     let disconnectKeeping = DispatchQueue(label: "firegate.postgres.ondisconnect")
     /// Renews the leases (see `startRenewal`): set at the end of `init`, cancelled by `close`.

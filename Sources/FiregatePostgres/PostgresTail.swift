@@ -55,6 +55,8 @@ final class PostgresTail: Sendable {
 
     private func pollLogged(_ store: PostgresStore) {
         pending.withLock { $0 = false }
+        store.followLock.lock()
+        defer { store.followLock.unlock() }
         do {
             try poll(store)
         } catch {

@@ -39,7 +39,7 @@ public protocol ReplicaDirectory: Sendable {
 }
 
 /// One replica as the store records it. Times are RFC 3339, UTC.
-public struct ReplicaStatus: Sendable, Equatable {
+public struct ReplicaStatus: Sendable {
     public var id: String
     public var address: String
     public var startedAt: String
@@ -47,14 +47,18 @@ public struct ReplicaStatus: Sendable, Equatable {
     /// Its heartbeat is younger than a lease.
     public var alive: Bool
     public var scopes: [ScopeLease]
+    /// The edge clients it runs, with the epoch it claimed each at.
+    public var clients: [(id: String, epoch: Int64)]
 
-    public init(id: String, address: String, startedAt: String, heartbeatAt: String, alive: Bool, scopes: [ScopeLease]) {
+    public init(id: String, address: String, startedAt: String, heartbeatAt: String, alive: Bool, scopes: [ScopeLease],
+                clients: [(id: String, epoch: Int64)] = []) {
         self.id = id
         self.address = address
         self.startedAt = startedAt
         self.heartbeatAt = heartbeatAt
         self.alive = alive
         self.scopes = scopes
+        self.clients = clients
     }
 }
 

@@ -477,9 +477,14 @@ def test_kill_9_of_the_owner_under_write_load_loses_no_acknowledged_write(trio):
                                 capture_output=True, text=True, check=True).stdout.split())
     missing = [doc for doc in everything if f"load/{doc}" not in stored]
     assert not missing, f"{len(missing)} acknowledged writes are not in the store: {missing[:5]}"
-    listed = requests.get(f"{b_base}{docs}/load", params={"pageSize": 10000}, timeout=10).json().get("documents", [])
-    served = {d["name"].rsplit("/", 1)[1] for d in listed}
-    assert set(everything) <= served, f"B does not serve {len(set(everything) - served)} acknowledged writes"
+    # B serves them all too, once it has followed the last commits (made on C, say).
+    deadline = time.monotonic() + 5
+    while True:
+        listed = requests.get(f"{b_base}{docs}/load", params={"pageSize": 10000}, timeout=10).json().get("documents", [])
+        served = {d["name"].rsplit("/", 1)[1] for d in listed}
+        if set(everything) <= served:
+            break
+        assert time.monotonic() < deadline, f"B does not serve {len(set(everything) - served)} acknowledged writes"
     print(f"  {len(everything)} acknowledged writes ({before} before the kill), all present")
 
 
@@ -594,6 +599,8 @@ def test_an_edge_client_runs_on_one_replica_and_moves_with_its_queue_when_that_o
     owners = subprocess.run(["psql", url, "-Atc", f"SELECT replica || ' ' || epoch FROM fg_client_owner WHERE client_id = '{client}'"],
                             capture_output=True, text=True, check=True).stdout.strip()
     assert owners == "b 2", owners
+    status = {r["id"]: r for r in requests.get(f"{b_base}/emulator/v1/replicas", timeout=10).json()["replicas"]}
+    assert {"id": client, "epoch": 2} in status["b"]["clients"] and status["a"]["clients"] == [], status
     print(f"  B ran the client {moved:.2f} s after A was killed (lease {LEASE} s)")
 
 

@@ -198,7 +198,8 @@ struct OperationRoutes: Sendable {
                  entry["expired"] = .bool(lease.expired)
                  entry["seq"] = .int(lease.seq)
                  return .object(entry)
-             })]
+             }),
+             "clients": .array(replica.clients.map { .object(["id": .string($0.id), "epoch": .int($0.epoch)]) })]
         })])
     }
 }
