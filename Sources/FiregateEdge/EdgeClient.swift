@@ -287,24 +287,24 @@ public actor EdgeClient {
     }
 
     public func terminate() async {
-        await treeSync?.terminate()
-        endListeners(with: nil)
-        stopWatch()
-        resetScriptedWatch()
-        gcScheduler?.cancel(self)
-        terminated = true
+        await stop(ending: nil)
         backend.operations.record(.client(client: id, action: "terminated"))
     }
 
-    /// Stops the client here because another replica runs it now: as `terminate()`, its
-    /// listeners ending with `reason`; its persisted state is the new owner's.
-    func relinquish(reason: FiregateError) async {
+    /// terminate()'s work: the tree side, listeners, watch and collector stop; nothing is sent.
+    private func stop(ending reason: FiregateError?) async {
         await treeSync?.terminate()
         endListeners(with: reason)
         stopWatch()
         resetScriptedWatch()
         gcScheduler?.cancel(self)
         terminated = true
+    }
+
+    /// Stops the client here because another replica runs it now: as `terminate()`, its
+    /// listeners ending with `reason`; its persisted state is the new owner's.
+    func relinquish(reason: FiregateError) async {
+        await stop(ending: reason)
         heartbeat.stop()
         backend.operations.record(.client(client: id, action: "relinquished"))
     }

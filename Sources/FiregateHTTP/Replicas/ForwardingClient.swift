@@ -22,35 +22,43 @@ struct ForwardingClient: Sendable {
     /// Sends `head` and `body` to `address` (`http://host:port`). Throws UNAVAILABLE when the
     /// replica cannot be reached or does not answer in time: the client may retry.
     func send(to address: String, head: HTTPRequestHead, body: ByteBuffer) async throws(FiregateError) -> Answer {
-        guard let url = URL(string: address), url.scheme == "http", let host = url.host, !host.isEmpty else {
-            throw .unavailable("The replica address \"\(address)\" is not an http://host:port URL; set --advertise on that replica.")
-        }
-        let port = url.port ?? 80
         do {
             let loop = group.next()
             let promise = loop.makePromise(of: Answer.self)
             let timeout = timeout
-            let channel = try await ClientBootstrap(group: loop)
-                .connectTimeout(.seconds(2))
-                .channelInitializer { channel in
-                    channel.eventLoop.makeCompletedFuture {
-                        try channel.pipeline.syncOperations.addHTTPClientHandlers()
-                        try channel.pipeline.syncOperations.addHandler(AnswerCollector(promise: promise, timeout: timeout))
-                    }
-                }
-                .connect(host: host, port: port).get()
-            var head = head
-            head.headers.replaceOrAdd(name: "Host", value: url.port.map { "\(host):\($0)" } ?? host)
-            head.headers.replaceOrAdd(name: "Content-Length", value: String(body.readableBytes))
-            head.headers.replaceOrAdd(name: "Connection", value: "close")
-            channel.write(HTTPClientRequestPart.head(head), promise: nil)
-            if body.readableBytes > 0 { channel.write(HTTPClientRequestPart.body(.byteBuffer(body)), promise: nil) }
-            channel.writeAndFlush(HTTPClientRequestPart.end(nil), promise: nil)
+            let channel = try await exchange(address, head: head, body: body, on: loop) { AnswerCollector(promise: promise, timeout: timeout) }
             defer { channel.close(promise: nil) }
             return try await promise.futureResult.get()
         } catch {
             throw .unavailable("Replica \(address) could not be reached (\(error)). Retry.")
         }
+    }
+
+    /// Connects to `address` with `reader` reading the answer, and sends the request, the
+    /// connection closing after the answer.
+    private func exchange<Reader: ChannelInboundHandler & RemovableChannelHandler>(
+        _ address: String, head: HTTPRequestHead, body: ByteBuffer, on loop: any EventLoop, reader: @escaping @Sendable () -> Reader
+    ) async throws -> any Channel {
+        guard let url = URL(string: address), url.scheme == "http", let host = url.host, !host.isEmpty else {
+            throw FiregateError(.unavailable, "The replica address \"\(address)\" is not an http://host:port URL; set --advertise on that replica.")
+        }
+        let channel = try await ClientBootstrap(group: loop)
+            .connectTimeout(.seconds(2))
+            .channelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.addHTTPClientHandlers()
+                    try channel.pipeline.syncOperations.addHandler(reader())
+                }
+            }
+            .connect(host: host, port: url.port ?? 80).get()
+        var head = head
+        head.headers.replaceOrAdd(name: "Host", value: url.port.map { "\(host):\($0)" } ?? host)
+        head.headers.replaceOrAdd(name: "Content-Length", value: String(body.readableBytes))
+        head.headers.replaceOrAdd(name: "Connection", value: "close")
+        channel.write(HTTPClientRequestPart.head(head), promise: nil)
+        if body.readableBytes > 0 { channel.write(HTTPClientRequestPart.body(.byteBuffer(body)), promise: nil) }
+        channel.writeAndFlush(HTTPClientRequestPart.end(nil), promise: nil)
+        return channel
     }
 }
 
@@ -130,29 +138,14 @@ extension ForwardingClient {
     /// Sends `head` and `body` and returns once the answer's head has come (within `timeout`);
     /// its body then streams for as long as the other replica sends it.
     func stream(to address: String, head: HTTPRequestHead, body: ByteBuffer) async throws(FiregateError) -> StreamingAnswer {
-        guard let url = URL(string: address), url.scheme == "http", let host = url.host, !host.isEmpty else {
-            throw .unavailable("The replica address \"\(address)\" is not an http://host:port URL; set --advertise on that replica.")
-        }
         do {
             let loop = group.next()
             let headPromise = loop.makePromise(of: HTTPResponseHead.self)
             let (parts, continuation) = AsyncThrowingStream.makeStream(of: ByteBuffer.self, bufferingPolicy: .bufferingNewest(4096))
             let timeout = timeout
-            let channel = try await ClientBootstrap(group: loop)
-                .connectTimeout(.seconds(2))
-                .channelInitializer { channel in
-                    channel.eventLoop.makeCompletedFuture {
-                        try channel.pipeline.syncOperations.addHTTPClientHandlers()
-                        try channel.pipeline.syncOperations.addHandler(StreamRelay(head: headPromise, parts: continuation, timeout: timeout))
-                    }
-                }
-                .connect(host: host, port: url.port ?? 80).get()
-            var head = head
-            head.headers.replaceOrAdd(name: "Host", value: url.port.map { "\(host):\($0)" } ?? host)
-            head.headers.replaceOrAdd(name: "Content-Length", value: String(body.readableBytes))
-            channel.write(HTTPClientRequestPart.head(head), promise: nil)
-            if body.readableBytes > 0 { channel.write(HTTPClientRequestPart.body(.byteBuffer(body)), promise: nil) }
-            channel.writeAndFlush(HTTPClientRequestPart.end(nil), promise: nil)
+            let channel = try await exchange(address, head: head, body: body, on: loop) {
+                StreamRelay(head: headPromise, parts: continuation, timeout: timeout)
+            }
             let received: HTTPResponseHead
             do {
                 received = try await headPromise.futureResult.get()
