@@ -40,6 +40,10 @@ public struct PostgresDocumentStorage: DocumentStorage {
         return LogPosition(generation: PostgresStore.generation(of: scope, stored: hold.generation), seq: hold.seq)
     }
 
+    public func writeRefusal(_ id: DatabaseID) -> FiregateError? {
+        store.writeRefusal(.documents(project: id.project, database: id.database))
+    }
+
     public func follow(_ apply: @escaping @Sendable (DatabaseID, ReplicatedDocumentChange) -> Void) {
         store.tail.follow(documents: apply)
     }

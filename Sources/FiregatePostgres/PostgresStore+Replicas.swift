@@ -53,6 +53,13 @@ extension PostgresStore: ReplicaDirectory {
         }
     }
 
+    /// UNAVAILABLE naming the owner when another live replica owns `scope` (asked of the store
+    /// only when this replica holds no lease on it); nil when this replica may write it.
+    func writeRefusal(_ scope: ScopeLease.Scope) -> FiregateError? {
+        guard !holdsLease(of: scope), let owner = try? owner(of: scope) else { return nil }
+        return FiregateError(.unavailable, "\(PostgresText.loaded(PostgresStore.scope(scope))) is owned by replica \(owner.id) (\(owner.address)); this replica cannot write it now. Retry.")
+    }
+
     public func holdsLease(of scope: ScopeLease.Scope) -> Bool {
         leases.hold(PostgresStore.scope(scope)).epoch != nil
     }

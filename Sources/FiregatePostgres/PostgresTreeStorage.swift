@@ -11,6 +11,10 @@ public struct PostgresTreeStorage: TreeStorage {
         self.store = store
     }
 
+    public func writeRefusal(namespace: String) -> FiregateError? {
+        store.writeRefusal(.tree(namespace: namespace))
+    }
+
     public func loadRows(namespace: String) throws -> [TreeStorageRow] {
         let scope = PostgresStore.scope(namespace: namespace)
         return try store.read { session throws(FiregateError) -> [TreeStorageRow] in

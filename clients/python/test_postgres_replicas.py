@@ -697,3 +697,24 @@ def test_an_edge_clients_ondisconnect_runs_when_its_replica_dies(pair):
         assert time.monotonic() - killed < LEASE * 2 + 3, "B never ran the dead replica's client's onDisconnect"
         time.sleep(0.1)
     assert _count(url, "fg_ondisconnect") == 0
+
+
+def test_a_socket_write_on_a_follower_is_refused_before_it_touches_the_followers_streams(pair):
+    """WebSocket writes are not forwarded yet: one on a follower answers `unavailable` naming
+    the owner, and the follower's memory and streams are left as they were."""
+    from rtdb_socket import RealtimeSocket
+    _, (_, a_base), (_, b_base) = pair
+    ns = "ns-" + uuid.uuid4().hex[:8]
+    assert requests.put(f"{a_base}/x.json", params={"ns": ns}, json=1, timeout=10).status_code == 200
+    assert requests.get(f"{b_base}/x.json", params={"ns": ns}, timeout=10).json() == 1
+    stream = SSEStream(f"{b_base}/x.json", params={"ns": ns}, headers={"Accept": "text/event-stream"})
+    assert stream.next(timeout=10).json() == {"path": "/", "data": 1}
+    sock = RealtimeSocket(b_base, ns)
+    reply = sock.request("p", {"p": "/x", "d": 5})
+    assert reply["s"] == "unavailable" and "owned by replica a" in reply["d"], reply
+    sock.close()
+    assert requests.put(f"{a_base}/x.json", params={"ns": ns}, json=2, timeout=10).status_code == 200
+    event = stream.next(timeout=10)
+    assert (event.event, event.json()) == ("put", {"path": "/", "data": 2}), event
+    stream.close()
+    assert requests.get(f"{b_base}/x.json", params={"ns": ns}, timeout=10).json() == 2

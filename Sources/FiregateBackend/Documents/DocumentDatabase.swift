@@ -346,6 +346,9 @@ public final class DocumentDatabase: Sendable {
         if state.recovering {
             throw .unavailable("The database is recovering from a storage failure; retry the write.")
         }
+        // Another replica owns it: refused before memory changes (the fence would refuse it
+        // after, and the reload would end this replica's listeners).
+        if let refusal = storage.writeRefusal(id) { throw refusal }
         let commitTime = Timestamp(microseconds: clock.nextCommitMicros())
         var working: [ResourcePath: Document?] = [:]
         var order: [ResourcePath] = []

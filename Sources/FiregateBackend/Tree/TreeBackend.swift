@@ -94,6 +94,9 @@ public final class TreeBackend: Sendable {
     /// Applies a write and returns once it is durable.
     /// `judge`, when given, sees the write against the tree it would leave, before anything changes.
     public func write(namespace: String, _ request: TreeWriteRequest, judge: (any TreeWriteJudge)? = nil) async throws -> TreeWriteOutcome {
+        // Another replica owns it: refused before memory changes (the fence would refuse it
+        // after, and dropping the memory would end this replica's streams).
+        if let refusal = storage.writeRefusal(namespace: namespace) { throw refusal }
         let now = clock.nowMicros() / 1000
         let target = self.namespace(namespace)
         let (outcome, durability) = try await target.write(request, nowMillis: now, pushID: { [self] in nextPushID() }, judge: judge)

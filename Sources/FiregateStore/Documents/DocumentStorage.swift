@@ -39,6 +39,7 @@ public protocol DocumentStorage: Sendable {
     func loadDatabase(_ id: DatabaseID) throws -> [Document]
     func follow(_ apply: @escaping @Sendable (DatabaseID, ReplicatedDocumentChange) -> Void)
     func position(_ id: DatabaseID) -> LogPosition?
+    func writeRefusal(_ id: DatabaseID) -> FiregateError?
 }
 
 /// A commit another replica made to a database this one holds in memory, as the store's log
@@ -76,6 +77,9 @@ extension DocumentStorage {
     /// Where in the shared log the database's memory stands (after a load, a commit, or a
     /// followed commit); nil for a store of one process, whose positions are the process's own.
     public func position(_ id: DatabaseID) -> LogPosition? { nil }
+    /// Why this replica may not commit to the database now (another live replica owns it);
+    /// nil when it may. Asks the store only when this replica holds no lease on it.
+    public func writeRefusal(_ id: DatabaseID) -> FiregateError? { nil }
 }
 
 /// Keeps nothing (`--in-memory`): every batch is "durable" at once.

@@ -15,11 +15,15 @@ public protocol TreeStorage: Sendable {
     /// Calls `apply`, in log order per namespace, with the `change` of each batch other replicas
     /// commit to the namespaces this replica has in memory but does not own.
     func follow(_ apply: @escaping @Sendable (String, JSON) -> Void)
+    func writeRefusal(namespace: String) -> FiregateError?
 }
 
 extension TreeStorage {
     /// A store of one process (SQLite, memory) has no other replica to follow.
     public func follow(_ apply: @escaping @Sendable (String, JSON) -> Void) {}
+    /// Why this replica may not write the namespace now (another live replica owns it); a store
+    /// of one process never refuses.
+    public func writeRefusal(namespace: String) -> FiregateError? { nil }
 }
 
 /// One stored row. `value` is a leaf as JSON text, nil for an inner node that only records
