@@ -102,17 +102,25 @@ function addDecision(d) {
   const filter = $('rules-outcome').value;
   if (filter && d.outcome !== filter) return;
   const list = $('rules-decisions');
+  // The stream opens before the first load: a decision may come both ways.
+  if (list.querySelector('[data-id="' + CSS.escape(String(d.id)) + '"]')) return;
   list.prepend(decisionItem(d));
   while (list.children.length > MAX_DECISIONS) list.lastElementChild.remove();
   $('rules-decisions-empty').hidden = list.children.length > 0;
 }
 
-async function loadDecisions() {
+async function loadDecisions(keepStreamed = false) {
   try {
     const outcome = $('rules-outcome').value;
     const data = await api('/emulator/v1/rules/decisions' + (outcome ? '?outcome=' + outcome : ''));
-    $('rules-decisions').replaceChildren();
+    const list = $('rules-decisions');
+    // Decisions streamed while the list loaded are newer than it: they stay on top.
+    const streamed = keepStreamed ? [...list.children] : [];
+    list.replaceChildren();
     for (const d of (data.decisions || []).slice(-MAX_DECISIONS)) addDecision(d);
+    for (const item of streamed.reverse()) {
+      if (!list.querySelector('[data-id="' + CSS.escape(item.firstElementChild.dataset.id) + '"]')) list.prepend(item);
+    }
     $('rules-decisions-empty').hidden = $('rules-decisions').children.length > 0;
   } catch (err) {
     showError($('rules-error'), err.message);
@@ -162,11 +170,13 @@ export async function showTrace(id) {
   box.hidden = false;
 }
 
-$('rules-outcome').addEventListener('change', loadDecisions);
+$('rules-outcome').addEventListener('change', () => loadDecisions());
 
-/** Told when a tab is shown: the decisions load, and start streaming, the first time this one is. */
+/** Told when a tab is shown: the decisions start streaming, then the earlier ones load, the
+ *  first time this one is (streaming first, so none made meanwhile is missed). */
 export function shown(name) {
   if (name !== 'rules' || opened) return;
   opened = true;
-  loadDecisions().then(openStream);
+  openStream();
+  loadDecisions(true);
 }
