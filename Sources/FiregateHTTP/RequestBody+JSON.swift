@@ -6,6 +6,16 @@ extension Request {
     /// Largest request body accepted; larger bodies are refused before parsing.
     static let maxBodyBytes = 32 * 1024 * 1024
 
+    /// The whole body, kept in the request for whoever reads it next (a forwarded request is
+    /// served here after all when this replica turns out to own its data).
+    mutating func collectedBody() async throws(FiregateError) -> ByteBuffer {
+        do {
+            return try await collectBody(upTo: Request.maxBodyBytes)
+        } catch {
+            throw FiregateError(.invalidArgument, "Request payload too large or unreadable.")
+        }
+    }
+
     /// The whole body as bytes, refusing bodies over `maxBodyBytes`.
     func bodyBytes() async throws(FiregateError) -> [UInt8] {
         do {

@@ -28,12 +28,7 @@ extension DocumentRoutes {
         default:
             return nil
         }
-        let body: ByteBuffer
-        do {
-            body = try await request.collectBody(upTo: Request.maxBodyBytes)
-        } catch {
-            throw FiregateError(.invalidArgument, "Request payload too large or unreadable.")
-        }
+        let body = try await request.collectedBody()
         if inspectBody {
             // Only reads in a transaction; a body that does not parse is refused here, as locally.
             guard let json = try? JSONParser.parse(body.readableBytesView),

@@ -28,10 +28,7 @@ struct ClientRoutes: Sendable {
         let target = OwnerForwarding.Target(owner: owner, scope: nil)
         if FiregateResponder.mayStream(request) { return try await forwarding.forwardStream(request, to: target) }
         var request = request
-        let body: ByteBuffer
-        do { body = try await request.collectBody(upTo: Request.maxBodyBytes) } catch {
-            throw FiregateError(.invalidArgument, "Request payload too large or unreadable.")
-        }
+        let body = try await request.collectedBody()
         return try await forwarding.forward(request, body: body, to: target)
     }
 

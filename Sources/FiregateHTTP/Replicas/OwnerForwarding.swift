@@ -68,26 +68,16 @@ struct OwnerForwarding: Sendable {
 
     /// The REST request as it came (its body collected), answered by `owner`.
     func forward(_ request: Request, body: ByteBuffer, to target: Target) async throws(FiregateError) -> Response {
-        var headers = HTTPHeaders()
-        for field in request.headers where !Self.hopHeaders.contains(field.name.canonicalName) {
-            headers.add(name: field.name.rawName, value: field.value)
-        }
+        let headers = Self.requestHeaders(request)
         let answer = try await exchange(.init(rawValue: request.method.rawValue), request.uri.description, headers: headers, body: body, to: target)
-        var fields = HTTPFields()
-        for (name, value) in answer.headers where !Self.ownHeaders.contains(name.lowercased()) {
-            if let name = HTTPField.Name(name) { fields.append(HTTPField(name: name, value: value)) }
-        }
-        fields[Self.forwardedTo] = target.owner.id
+        let fields = Self.answerHeaders(answer.headers, from: target)
         return Response(status: .init(code: answer.status), headers: fields, body: .init(byteBuffer: answer.body))
     }
 
     /// The request as it came, answered by `target`'s owner as a stream (an event stream):
     /// the owner's head at once, then its events as they come, until either side ends it.
     func forwardStream(_ request: Request, to target: Target) async throws(FiregateError) -> Response {
-        var headers = HTTPHeaders()
-        for field in request.headers where !Self.hopHeaders.contains(field.name.canonicalName) {
-            headers.add(name: field.name.rawName, value: field.value)
-        }
+        var headers = Self.requestHeaders(request)
         headers.replaceOrAdd(name: Self.forwardedBy.rawName, value: directory.replicaID)
         if let secret { headers.replaceOrAdd(name: Self.secretField.rawName, value: secret) }
         let head = HTTPRequestHead(version: .http1_1, method: .init(rawValue: request.method.rawValue), uri: request.uri.description, headers: headers)
@@ -97,17 +87,32 @@ struct OwnerForwarding: Sendable {
         } catch {
             throw .unavailable("Replica \(target.owner.id), which runs this, could not be reached at \(target.owner.address); retry. \(error.message)")
         }
-        var fields = HTTPFields()
-        for (name, value) in answer.headers where !Self.ownHeaders.contains(name.lowercased()) {
-            if let name = HTTPField.Name(name) { fields.append(HTTPField(name: name, value: value)) }
-        }
-        fields[Self.forwardedTo] = target.owner.id
+        let fields = Self.answerHeaders(answer.headers, from: target)
         let body = answer.body, close = answer.close
         return Response(status: .init(code: answer.status), headers: fields, body: ResponseBody { writer in
             defer { close() }
             for try await part in body { try await writer.write(part) }
             try await writer.finish(nil)
         })
+    }
+
+    /// The request's own headers, without those of its hop.
+    private static func requestHeaders(_ request: Request) -> HTTPHeaders {
+        var headers = HTTPHeaders()
+        for field in request.headers where !hopHeaders.contains(field.name.canonicalName) {
+            headers.add(name: field.name.rawName, value: field.value)
+        }
+        return headers
+    }
+
+    /// The owner's answer headers, but those this replica sets itself, naming the owner.
+    private static func answerHeaders(_ headers: HTTPHeaders, from target: Target) -> HTTPFields {
+        var fields = HTTPFields()
+        for (name, value) in headers where !ownHeaders.contains(name.lowercased()) {
+            if let name = HTTPField.Name(name) { fields.append(HTTPField(name: name, value: value)) }
+        }
+        fields[forwardedTo] = target.owner.id
+        return fields
     }
 
     /// A REST call on `owner` standing for a gRPC call: its JSON answer, or its error as the
