@@ -1,6 +1,24 @@
 // swift-tools-version:6.0
 import PackageDescription
 
+// Release builds on Linux are laid out for a small resident set (docs/benchmarks.md, "Memory"):
+// every page of code the server touches stays mapped, and the kernel maps 64 KiB around each
+// fault, so code that runs is put together. Firegate's own functions get sections of their own
+// (dependencies keep one section per file) and the linker (lld) places those listed in
+// `linker/firegate.order` first (regenerate with scripts/link-order.sh). The executable
+// exports no symbols and packs its relocations, which the loader otherwise reads in full at
+// start.
+let releaseOnLinux = BuildSettingCondition.when(platforms: [.linux], configuration: .release)
+let codeLayout: [SwiftSetting] = [.unsafeFlags(["-Xfrontend", "-function-sections"], releaseOnLinux)]
+let packageRoot = String(#filePath.dropLast("Package.swift".count))
+let releaseLinking: [LinkerSetting] = [.unsafeFlags([
+    "-use-ld=lld",
+    "-Xlinker", "--no-export-dynamic",
+    "-Xlinker", "-z", "-Xlinker", "pack-relative-relocs",
+    "-Xlinker", "--symbol-ordering-file=\(packageRoot)linker/firegate.order",
+    "-Xlinker", "--no-warn-symbol-ordering",
+], releaseOnLinux)]
+
 let package = Package(
     name: "firegate",
     platforms: [.macOS(.v15)],
@@ -29,40 +47,40 @@ let package = Package(
         .systemLibrary(name: "CZlib", path: "Sources/CZlib", providers: [.apt(["zlib1g-dev"])]),
         .target(name: "FiregateModel", dependencies: [
             .product(name: "OrderedCollections", package: "swift-collections"),
-        ]),
+        ], swiftSettings: codeLayout),
         .target(name: "FiregateStore", dependencies: [
             "FiregateModel",
             .product(name: "GRDB", package: "GRDB.swift"),
-        ]),
+        ], swiftSettings: codeLayout),
         // The PostgreSQL implementations of the storage protocols (`--store postgresql://…`).
         .target(name: "FiregatePostgres", dependencies: [
             "FiregateModel", "FiregateStore",
             .product(name: "PostgresNIO", package: "postgres-nio"),
             .product(name: "OrderedCollections", package: "swift-collections"),
             .product(name: "Logging", package: "swift-log"),
-        ]),
+        ], swiftSettings: codeLayout),
         .target(name: "FiregateBackend", dependencies: [
             "FiregateModel", "FiregateStore", "FiregateRules",
             .product(name: "Logging", package: "swift-log"),
             .product(name: "DequeModule", package: "swift-collections"),
             .product(name: "OrderedCollections", package: "swift-collections"),
-        ]),
+        ], swiftSettings: codeLayout),
         // Firestore's protobuf messages, generated from Protos/ by scripts/generate-protos.sh
         // (committed, so a build needs no protoc), and their mapping to the model.
         .target(name: "FiregateProto", dependencies: [
             "FiregateModel",
             .product(name: "SwiftProtobuf", package: "swift-protobuf"),
-        ]),
-        .target(name: "FiregateEdge", dependencies: ["FiregateModel", "FiregateStore", "FiregateBackend"]),
+        ], swiftSettings: codeLayout),
+        .target(name: "FiregateEdge", dependencies: ["FiregateModel", "FiregateStore", "FiregateBackend"], swiftSettings: codeLayout),
         // The Realtime Database's WebSocket protocol (v5) over the tree: framing, messages and
         // one session per connection, independent of the transport.
         .target(name: "FiregateRealtime", dependencies: [
             "FiregateModel", "FiregateBackend",
             .product(name: "DequeModule", package: "swift-collections"),
-        ]),
+        ], swiftSettings: codeLayout),
         // Security rules: the Firestore and Realtime Database rules languages — parser, checker,
         // evaluator — with no I/O (documents and tree reads come in through a protocol).
-        .target(name: "FiregateRules", dependencies: ["FiregateModel"]),
+        .target(name: "FiregateRules", dependencies: ["FiregateModel"], swiftSettings: codeLayout),
         .target(name: "FiregateHTTP", dependencies: [
             "FiregateModel", "FiregateStore", "FiregateBackend", "FiregateEdge", "FiregateProto", "FiregateRealtime", "FiregatePostgres", "CZlib",
             .product(name: "Hummingbird", package: "hummingbird"),
@@ -83,7 +101,7 @@ let package = Package(
             .product(name: "HTTPTypes", package: "swift-http-types"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             .product(name: "Logging", package: "swift-log"),
-        ]),
+        ], swiftSettings: codeLayout),
         // The rules parser under libFuzzer (scripts/fuzz-rules.sh); built plainly it replays inputs.
         // What the test targets share: seeded random numbers, bounded waits, in-memory backends.
         .target(name: "FiregateTestSupport", dependencies: ["FiregateBackend", "FiregateStore"]),
@@ -92,7 +110,7 @@ let package = Package(
             "FiregateHTTP", "FiregateModel", "FiregatePostgres",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
-        ]),
+        ], swiftSettings: codeLayout, linkerSettings: releaseLinking),
         .testTarget(name: "FiregateModelTests", dependencies: ["FiregateTestSupport", "FiregateModel"]),
         .testTarget(name: "FiregateRulesTests", dependencies: ["FiregateTestSupport", "FiregateRules", "FiregateModel"], exclude: ["FuzzCorpus"]),
         .testTarget(name: "FiregatePostgresTests", dependencies: [

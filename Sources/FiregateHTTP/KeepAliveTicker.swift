@@ -10,8 +10,22 @@ final class KeepAliveTicker: Sendable {
     /// A stream's place on the ticker, from `register(beat:)` until `unregister(_:)`.
     final class Registration: Sendable {}
 
+    /// What a beat does: a subscription is kept as itself (no closure to allocate for each of
+    /// the many idle streams).
+    private enum Beat: Sendable {
+        case heartbeat(FeedSubscription)
+        case call(@Sendable () -> Void)
+
+        func callAsFunction() {
+            switch self {
+            case .heartbeat(let subscription): subscription.deliver(.heartbeat)
+            case .call(let beat): beat()
+            }
+        }
+    }
+
     private struct State {
-        var beats: [ObjectIdentifier: @Sendable () -> Void] = [:]
+        var beats: [ObjectIdentifier: Beat] = [:]
         var running = false
     }
 
@@ -24,7 +38,7 @@ final class KeepAliveTicker: Sendable {
 
     /// A feed subscription's keep-alive arrives as a heartbeat event.
     func register(_ subscription: FeedSubscription) {
-        add(ObjectIdentifier(subscription)) { subscription.deliver(.heartbeat) }
+        add(ObjectIdentifier(subscription), .heartbeat(subscription))
     }
 
     func unregister(_ subscription: FeedSubscription) {
@@ -34,7 +48,7 @@ final class KeepAliveTicker: Sendable {
     /// Calls `beat` every interval until the registration is unregistered.
     func register(beat: @escaping @Sendable () -> Void) -> Registration {
         let registration = Registration()
-        add(ObjectIdentifier(registration), beat)
+        add(ObjectIdentifier(registration), .call(beat))
         return registration
     }
 
@@ -45,7 +59,7 @@ final class KeepAliveTicker: Sendable {
     /// Streams registered now (for tests).
     var registered: Int { state.withLock { $0.beats.count } }
 
-    private func add(_ key: ObjectIdentifier, _ beat: @escaping @Sendable () -> Void) {
+    private func add(_ key: ObjectIdentifier, _ beat: Beat) {
         let start = state.withLock { state -> Bool in
             state.beats[key] = beat
             if state.running { return false }
@@ -64,7 +78,7 @@ final class KeepAliveTicker: Sendable {
     private func run() async {
         while true {
             try? await Task.sleep(for: interval)
-            let beats = state.withLock { state -> [@Sendable () -> Void] in
+            let beats = state.withLock { state -> [Beat] in
                 if state.beats.isEmpty { state.running = false }
                 return Array(state.beats.values)
             }

@@ -55,22 +55,17 @@ extension ConnectionFastPath {
 
     /// The connection serves `source` from now on; its input waits until the stream ends.
     func listen(_ source: any EventLoopStreamSource, path: String, started: ContinuousClock.Instant, context: ChannelHandlerContext) {
-        let listening = EventLoopStream(source, metrics: metrics, replica: services.replicaID)
+        let listening = EventLoopStream(source, owner: self, metrics: metrics, replica: services.replicaID)
         self.listening = listening
         machine.streamStarted()
         // What the connection remembers of its requests is of no use while it streams.
         router.forget()
-        let bound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
-        listening.onEnd = {
-            let (handler, context) = bound.value
-            handler.streamEnded(context: context)
-        }
         listening.start(context: context)
         logFinished(surface: source.surface, method: "GET", status: 200, path: path, started: started)
     }
 
     /// The stream ended on its own (a reset): the connection serves requests again.
-    private func streamEnded(context: ChannelHandlerContext) {
+    func streamEnded(context: ChannelHandlerContext) {
         listening = nil
         machine.streamEnded()
         process(context: context, inRead: false)

@@ -16,7 +16,7 @@ import NIOHTTP1
 /// take (another route or parameter, a document body to gzip, a header it does not take) hands
 /// that request and everything after it to the full path for the rest of the connection:
 /// request order is kept because nothing is answered here after that.
-final class ConnectionFastPath: ChannelDuplexHandler, RemovableChannelHandler {
+final class ConnectionFastPath: ChannelDuplexHandler, RemovableChannelHandler, EventLoopStreamOwner {
     typealias InboundIn = ByteBuffer
     typealias InboundOut = ByteBuffer
     typealias OutboundIn = ByteBuffer

@@ -18,6 +18,12 @@ protocol EventLoopStreamSource: AnyObject {
     func stop()
 }
 
+/// What serves the connection an `EventLoopStream` writes to.
+protocol EventLoopStreamOwner: AnyObject {
+    /// The stream ended on its own; the connection is the owner's again.
+    func streamEnded(context: ChannelHandlerContext)
+}
+
 enum EventLoopStreamPoll {
     case frames([ByteBuffer])
     case waiting
@@ -38,14 +44,17 @@ final class EventLoopStream {
     /// The channel refused more output: the next frames wait in the source (up to its bound,
     /// then a reset or resync), and writing resumes when the channel drains.
     private var waitingForWritability = false
-    /// Told when the stream ends on its own (its source ended), after its last chunk.
-    var onEnd: (() -> Void)?
+    /// Told when the stream ends on its own (its source ended), after its last chunk. The owner
+    /// holds the stream and outlives it (a reference, not a closure: one allocation less for
+    /// each of the many idle streams).
+    private unowned let owner: any EventLoopStreamOwner
 
     /// `Firegate-Replica` in the head, when replicas share a PostgreSQL store.
     private let replica: String?
 
-    init(_ source: any EventLoopStreamSource, metrics: ServerMetrics, replica: String? = nil) {
+    init(_ source: any EventLoopStreamSource, owner: any EventLoopStreamOwner, metrics: ServerMetrics, replica: String? = nil) {
         self.source = source
+        self.owner = owner
         self.metrics = metrics
         self.replica = replica
     }
@@ -98,9 +107,8 @@ final class EventLoopStream {
             case .waiting:
                 return
             case .ended(let last):
-                let onEnd = self.onEnd
                 end(context: context, last: last)
-                onEnd?()
+                owner.streamEnded(context: context)
             }
         }
     }
@@ -136,7 +144,6 @@ final class EventLoopStream {
     func abandon() {
         guard !ended else { return }
         ended = true
-        onEnd = nil
         source.stop()
         metrics.streamClosed(source.surface)
     }

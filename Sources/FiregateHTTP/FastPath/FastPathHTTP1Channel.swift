@@ -33,9 +33,10 @@ struct FastPathHTTP1Channel: Sendable {
         }
     }
 
-    /// Puts the fast path in `channel`'s pipeline; on the event loop.
+    /// Puts the fast path in `channel`'s pipeline; on the event loop. The channel already reads
+    /// into `receiveBuffers` (`ProtocolSniffingChannel` set them for its first read; setting
+    /// them again would keep another boxed allocator per connection).
     func setup(channel: any Channel) throws {
-        try channel.syncOptions?.setOption(ChannelOptions.recvAllocator, value: FastPathHTTP1Channel.receiveBuffers)
         try channel.pipeline.syncOperations.addHandler(ConnectionFastPath(services))
     }
 }
