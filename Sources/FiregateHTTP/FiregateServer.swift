@@ -58,16 +58,18 @@ public enum FiregateServer {
         documents.forwarding = forwarding
         if let forwarding {
             backend.remoteCommits.install(OwnerCommitSender(forwarding: forwarding))
-            let orphaned = OrphanedDisconnects(backend: backend, forwarding: forwarding, logger: logger)
-            backend.replicas?.onOrphanedDisconnects { namespace, operations in
-                Task { await orphaned.run(namespace: namespace, operations: operations) }
+            backend.tree.remoteWrites.install(OwnerTreeWriteSender(forwarding: forwarding))
+            let orphaned = OrphanedDisconnects(backend: backend, logger: logger)
+            backend.replicas?.onOrphanedDisconnects { namespace, connection, operations in
+                Task { await orphaned.run(namespace: namespace, connection: connection, operations: operations) }
             }
         }
         backend.rules.trust(adminToken: configuration.adminToken)
         return FiregateResponder(
             documents: documents,
             tree: TreeRoutes(backend: backend, forwarding: forwarding),
-            operations: OperationRoutes(backend: backend, clients: clients, ticker: documents.ticker, connections: ConnectionRegistry(backend: backend)),
+            operations: OperationRoutes(backend: backend, clients: clients, ticker: documents.ticker, connections: ConnectionRegistry(backend: backend),
+                                        forwarding: forwarding),
             clients: ClientRoutes(clients: clients, documents: documents),
             staticFiles: StaticFiles(directory: configuration.publicDirectory ?? StaticFiles.locate(), logger: logger),
             adminToken: AdminToken(token: configuration.adminToken),

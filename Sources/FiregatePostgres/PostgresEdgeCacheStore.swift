@@ -52,19 +52,52 @@ extension PostgresStore: EdgeCacheStore {
         try await commit(changes, client: client)
     }
 
-    /// Runs a run of edge units in one transaction, in order; all succeed or all fail.
+    /// Runs a run of edge units in one transaction, in order; all succeed or all fail, except
+    /// those of a client this replica no longer runs (the fence, `fencedClients`), which write
+    /// nothing and fail UNAVAILABLE.
     func applyEdgeChanges(_ units: [PostgresCommitQueue.Unit]) {
+        var fenced: [String: FiregateError] = [:]
         let result = Result { () throws(FiregateError) in
             let work = units.contains { if case .edge(let changes, _, _) = $0 { !changes.isEmpty } else { false } }
             guard work else { return }
             try writer.transaction { () throws(FiregateError) -> Void in
-                for case .edge(let changes, let client, _) in units {
+                fenced = try fencedClients(units)
+                for case .edge(let changes, let client, _) in units where fenced[client] == nil {
                     for change in changes { try apply(change, client: client) }
                 }
             }
         }
         if case .failure(let error) = result { logger.warning("An edge client's cache write failed: \(error)") }
-        for case .edge(_, _, let completion) in units { completion?(result.mapError { $0 }) }
+        for case .edge(_, let client, let completion) in units {
+            if case .success = result, let refusal = fenced[client] {
+                completion?(.failure(refusal))
+            } else {
+                completion?(result.mapError { $0 })
+            }
+        }
+    }
+
+    /// The fence on edge caches: of the clients with changes in `units`, those another replica
+    /// runs now, or that this replica runs at another epoch than it claimed (it lost the client
+    /// and took it back since). Their owner rows stay locked (FOR SHARE) until the transaction
+    /// ends, so a takeover waits for the writes allowed here and restores them.
+    /// A client that was never claimed (no row) is written as on a store of one process.
+    private func fencedClients(_ units: [PostgresCommitQueue.Unit]) throws(FiregateError) -> [String: FiregateError] {
+        var clients: Set<String> = []
+        for case .edge(let changes, let client, _) in units where !changes.isEmpty && !client.isEmpty { clients.insert(client) }
+        guard !clients.isEmpty else { return [:] }
+        let owned = ownedClients.withLock { $0 }
+        var fenced: [String: FiregateError] = [:]
+        let rows = try writer.query("""
+            SELECT client_id, replica, epoch FROM fg_client_owner WHERE client_id = ANY(\(clients.map(PostgresText.stored))) FOR SHARE
+            """).rows
+        for row in rows {
+            let (stored, replica, epoch) = try decode(row, (String, String, Int64).self)
+            let client = PostgresText.loaded(stored)
+            guard replica != replicaID || owned[client] != epoch else { continue }
+            fenced[client] = FiregateError(.unavailable, "Edge client \(client) is run by replica \(replica) now; this replica writes nothing of it.")
+        }
+        return fenced
     }
 
     /// Writes one change on the writer's connection (inside the caller's transaction).

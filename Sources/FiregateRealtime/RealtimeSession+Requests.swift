@@ -122,7 +122,7 @@ extension RealtimeSession {
         default: throw FiregateError.invalidArgument("The hash \"h\" must be a string.")
         }
         let request = TreeWriteRequest(path: path, operation: .set(try TreeWriteValue.prepare(data, at: path)), ifSDKHash: hash)
-        if case .conflict = try await tree.write(namespace: namespace, request, judge: judge()) {
+        if case .conflict = try await tree.write(namespace: namespace, request, judge: judge(), forwardingAs: caller) {
             return RealtimeOutbound.reply(number, status: "datastale", data: "Transaction hash does not match")
         }
         return ok(number)
@@ -133,7 +133,7 @@ extension RealtimeSession {
         let path = try location(body)
         guard !path.isPriority else { throw TreePath.invalidPathError }
         let entries = try TreeUpdateEntry.prepare(body.member("d") ?? .null, under: path)
-        _ = try await tree.write(namespace: namespace, TreeWriteRequest(path: path, operation: .update(entries)), judge: judge())
+        _ = try await tree.write(namespace: namespace, TreeWriteRequest(path: path, operation: .update(entries)), judge: judge(), forwardingAs: caller)
         return ok(number)
     }
 

@@ -86,8 +86,12 @@ public final class RealtimeSession: Sendable {
 
     /// The judge of a request made now, with the connection's current identity.
     func judge() -> TreeRulesJudge? {
-        rules?.treeJudge(namespace, caller: RulesCaller(identity: identity, surface: "websocket"))
+        rules?.treeJudge(namespace, caller: caller)
     }
+
+    /// Who makes a request now: the connection's current identity, on the socket surface (also
+    /// how a replica not owning the namespace sends its writes to the owner).
+    var caller: RulesCaller { RulesCaller(identity: identity, surface: "websocket") }
     public var listenCount: Int { state.withLock { $0.listens.count } }
 
     /// Sends the hello that opens every connection.
@@ -195,7 +199,7 @@ public final class RealtimeSession: Sendable {
             // Server values resolve now, at execution; an operation the tree refuses is skipped.
             guard let request = try? operation.request() else { continue }
             // Judged again as it fires, with the identity the connection had last (B7).
-            if (try? await tree.write(namespace: namespace, request, judge: judge())) != nil { hooks.onDisconnectRan(operation) }
+            if (try? await tree.write(namespace: namespace, request, judge: judge(), forwardingAs: caller)) != nil { hooks.onDisconnectRan(operation) }
         }
     }
 

@@ -34,8 +34,10 @@ public protocol ReplicaDirectory: Sendable {
     /// store, in call order, so that another replica runs them if this one dies.
     func keepOnDisconnect(connection: String, namespace: String, operations: [UInt8]?)
     /// `run` gets the onDisconnect operations of connections whose replica's heartbeat is older
-    /// than a lease, each set once: this replica claims (deletes) them before it runs them.
-    func onOrphanedDisconnects(_ run: @escaping @Sendable (_ namespace: String, _ operations: [UInt8]) -> Void)
+    /// than a lease, each set once: this replica claims them (they become its own, kept under
+    /// `connection`) before it runs them, and records what is left with `keepOnDisconnect` as
+    /// it goes, so a claimer that dies leaves the rest to the next.
+    func onOrphanedDisconnects(_ run: @escaping @Sendable (_ namespace: String, _ connection: String, _ operations: [UInt8]) -> Void)
 }
 
 /// One replica as the store records it. Times are RFC 3339, UTC.

@@ -88,31 +88,45 @@ final class PostgresStoreTests: XCTestCase {
         XCTAssertNil(try b.owner(of: scope), "an expired lease sends writes nowhere: b takes it")
     }
 
-    func testADeadReplicasOnDisconnectOperationsAreClaimedOnceByOneLiveReplica() async throws {
+    func testADeadReplicasOnDisconnectOperationsAreClaimedOnceByOneLiveReplicaAndOutliveADeadClaimer() async throws {
         let database = try TestDatabase()
         let a = try database.store("a", leaseSeconds: 2), b = try database.store("b", leaseSeconds: 2), c = try database.store("c", leaseSeconds: 2)
-        defer { b.close(); c.close() }
-        let ran = Mutex<[String]>([])
+        let ran = Mutex<[(replica: String, connection: String, run: String)]>([])
         for store in [b, c] {
             let name = store.replicaID
-            store.onOrphanedDisconnects { namespace, operations in
-                ran.withLock { $0.append("\(name):\(namespace):\(String(decoding: operations, as: UTF8.self))") }
+            store.onOrphanedDisconnects { namespace, connection, operations in
+                ran.withLock { $0.append((name, connection, "\(namespace):\(String(decoding: operations, as: UTF8.self))")) }
             }
         }
-        a.keepOnDisconnect(connection: "c1", namespace: "ns", operations: Array("[1]".utf8))
+        a.keepOnDisconnect(connection: "c1", namespace: "ns", operations: Array("[1,2]".utf8))
         a.keepOnDisconnect(connection: "c2", namespace: "ns", operations: Array("[2]".utf8))
         a.keepOnDisconnect(connection: "c2", namespace: "ns", operations: nil)   // ran by a itself
         a.keepOnDisconnect(connection: "c3", namespace: "other", operations: Array("[3]".utf8))
         try await Task.sleep(for: .milliseconds(500))
         XCTAssertEqual(try database.sql("SELECT connection FROM fg_ondisconnect ORDER BY connection"), [["c1"], ["c3"]])
         try await Task.sleep(for: .seconds(1))
-        XCTAssertEqual(ran.withLock { $0 }, [], "a lives: nobody runs its operations")
+        XCTAssertTrue(ran.withLock { $0 }.isEmpty, "a lives: nobody runs its operations")
         a.close()   // its heartbeat stops
         try database.sql("UPDATE fg_replicas SET heartbeat_at = now() - interval '1 minute' WHERE replica = 'a'")
         try await Task.sleep(for: .seconds(2))
-        let claimed = ran.withLock { $0 }.map { $0.split(separator: ":", maxSplits: 1)[1] }.sorted()
-        XCTAssertEqual(claimed, ["ns:[1]", "other:[3]"], "each set once, by one replica: \(ran.withLock { $0 })")
-        XCTAssertEqual(try database.sql("SELECT count(*)::text FROM fg_ondisconnect"), [["0"]])
+        let first = ran.withLock { $0 }
+        XCTAssertEqual(first.map(\.run).sorted(), ["ns:[1,2]", "other:[3]"], "each set once, by one replica: \(first)")
+        // Claimed, the rows are the claimer's own (under the key it was given), not gone.
+        let rows: [String] = try database.sql("SELECT replica || ' ' || connection FROM fg_ondisconnect").map { $0[0] ?? "" }
+        let claims: [String] = first.map { "\($0.replica) \($0.connection)" }
+        XCTAssertEqual(rows.sorted(), claims.sorted())
+        // The claimer of c1 runs its first operation and keeps the rest, then dies.
+        let c1 = try XCTUnwrap(first.first { $0.run.hasPrefix("ns:") })
+        let claimer = c1.replica == "b" ? b : c, survivor = c1.replica == "b" ? c : b
+        claimer.keepOnDisconnect(connection: c1.connection, namespace: "ns", operations: Array("[2]".utf8))
+        try await Task.sleep(for: .milliseconds(500))
+        claimer.close()
+        try database.sql("UPDATE fg_replicas SET heartbeat_at = now() - interval '1 minute' WHERE replica = '\(claimer.replicaID)'")
+        try await Task.sleep(for: .seconds(2))
+        let second = ran.withLock { $0 }.dropFirst(first.count)
+        XCTAssertTrue(second.contains { $0.replica == survivor.replicaID && $0.run == "ns:[2]" }, "the rest outlived its claimer: \(second)")
+        XCTAssertFalse(second.contains { $0.run.hasPrefix("ns:[1") }, "what ran is not run again: \(second)")
+        survivor.close()
     }
 
     func testAnOwnerWhoseLeaseWasTakenOverWritesNothingAndReloadsBeforeWritingAgain() async throws {

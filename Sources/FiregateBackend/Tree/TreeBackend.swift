@@ -17,6 +17,8 @@ public final class TreeBackend: Sendable {
     private let namespaces = Mutex<[String: TreeNamespace]>([:])
     private let pushIDs = Mutex(PushIDGenerator())
     private let tickerStarted = Mutex(false)
+    /// On replicas: where a write goes when another replica owns its namespace.
+    public let remoteWrites = RemoteTreeWrites()
 
     public convenience init(store: SQLiteStore, clock: ServerClock, operations: OperationsLog? = nil) async throws {
         self.init(storage: SQLiteTreeStorage(store: store), clock: clock, settings: .fromEnvironment(), operations: operations)
@@ -93,10 +95,19 @@ public final class TreeBackend: Sendable {
 
     /// Applies a write and returns once it is durable.
     /// `judge`, when given, sees the write against the tree it would leave, before anything changes.
-    public func write(namespace: String, _ request: TreeWriteRequest, judge: (any TreeWriteJudge)? = nil) async throws -> TreeWriteOutcome {
+    /// On replicas, when another replica owns the namespace, a write with `forwardingAs` runs
+    /// there, judged as that caller's; one without it (a REST write, already at the owner) is
+    /// refused UNAVAILABLE.
+    public func write(namespace: String, _ request: TreeWriteRequest, judge: (any TreeWriteJudge)? = nil,
+                      forwardingAs caller: RulesCaller? = nil) async throws -> TreeWriteOutcome {
         // Another replica owns it: refused before memory changes (the fence would refuse it
         // after, and dropping the memory would end this replica's streams).
-        if let refusal = storage.writeRefusal(namespace: namespace) { throw refusal }
+        if let refusal = storage.writeRefusal(namespace: namespace) {
+            guard let caller else { throw refusal }
+            if let outcome = try await remoteWrites.write(namespace: namespace, request, as: caller) { return outcome }
+            // The owner's lease ran out meanwhile: this replica may take the namespace.
+            if let refusal = storage.writeRefusal(namespace: namespace) { throw refusal }
+        }
         let now = clock.nowMicros() / 1000
         let target = self.namespace(namespace)
         let (outcome, durability) = try await target.write(request, nowMillis: now, pushID: { [self] in nextPushID() }, judge: judge)

@@ -8,8 +8,9 @@ extension EdgeClients {
     public func persistence(ofTab id: String) -> SharedPersistence? { shared.openTab(id) }
 
     /// The id a shared persistence's engine stores its cache and queue under (and archives
-    /// carry): no client id of a URL can be it, a `/` would end it.
-    static func engineID(_ key: String) -> String { "sharedWith/" + key }
+    /// carry; on replicas, what the replica running its tabs claims): no client id of a URL can
+    /// be it, a `/` would end it.
+    public static func engineID(_ key: String) -> String { "sharedWith/" + key }
 
     /// The persistence key of an engine id, nil for any other client id.
     public static func sharedPersistenceKey(_ id: String) -> String? {

@@ -84,7 +84,8 @@ extension TreeSync {
             await previous?.value
             for operation in operations {
                 guard let request = try? operation.request() else { continue }
-                _ = try? await tree.write(namespace: namespace, request)
+                // Judged when registered; on replicas, run at the namespace's owner as the admin.
+                _ = try? await tree.write(namespace: namespace, request, forwardingAs: RulesCaller(identity: .admin, surface: "edge", client: client))
                 operationsLog.record(.onDisconnect(client: client, path: operation.path.description, op: operation.name))
             }
         }

@@ -110,14 +110,17 @@ extension TreeSync {
             switch write.wire {
             case .set(let json):
                 let request = TreeWriteRequest(path: write.path, operation: .set(try TreeWriteValue.prepare(json, at: write.path)))
-                guard case .written(let result) = try await backend.tree.write(namespace: namespace, request, judge: judge) else { return nil }
+                guard case .written(let result) = try await backend.tree.write(namespace: namespace, request, judge: judge, forwardingAs: rulesCaller()) else {
+                    return nil
+                }
                 return .acknowledged(write.id, .set(path: result.path, value: result.value))
             case .merge(let entries):
                 var prepared: [TreeUpdateEntry] = []
                 for (relative, json) in entries {
                     prepared.append(TreeUpdateEntry(path: relative, value: try TreeWriteValue.prepare(json, at: write.path.appending(relative))))
                 }
-                guard case .written(let result) = try await backend.tree.write(namespace: namespace, TreeWriteRequest(path: write.path, operation: .update(prepared)), judge: judge) else {
+                guard case .written(let result) = try await backend.tree.write(namespace: namespace, TreeWriteRequest(path: write.path, operation: .update(prepared)),
+                                                                               judge: judge, forwardingAs: rulesCaller()) else {
                     return nil
                 }
                 return .acknowledged(write.id, .merge(path: write.path, entries: result.entries))
@@ -139,7 +142,7 @@ extension TreeSync {
                 return .acknowledged(write.id, .transaction(path: write.path, committed: false, value: current))
             }
             let request = TreeWriteRequest(path: write.path, operation: .set(.node(next)), ifMatch: TreeETag.of(current))
-            if case .written(let result) = try await backend.tree.write(namespace: namespace, request, judge: judge) {
+            if case .written(let result) = try await backend.tree.write(namespace: namespace, request, judge: judge, forwardingAs: rulesCaller()) {
                 return .acknowledged(write.id, .transaction(path: write.path, committed: true, value: result.value))
             }
         }
@@ -148,7 +151,13 @@ extension TreeSync {
 
     /// The judge of a request the client sends now, or nil when the rules do not judge it.
     func rulesJudge() -> TreeRulesJudge? {
-        backend.rules.treeJudge(namespace, caller: RulesCaller(identity: link.identity, surface: "edge", client: clientID))
+        backend.rules.treeJudge(namespace, caller: rulesCaller())
+    }
+
+    /// The client as it sends a request now (also how a replica not owning the namespace
+    /// sends its writes to the owner, judged there as the client's).
+    func rulesCaller() -> RulesCaller {
+        RulesCaller(identity: link.identity, surface: "edge", client: clientID)
     }
 
     // MARK: Answers

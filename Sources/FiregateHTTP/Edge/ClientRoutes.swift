@@ -32,6 +32,13 @@ struct ClientRoutes: Sendable {
         return try await forwarding.forward(request, body: body, to: target)
     }
 
+    /// The `sharedWith` key of a PUT opening a tab (its body kept for whoever reads it next).
+    private static func sharedWith(_ request: inout Request) async throws(FiregateError) -> String? {
+        let body = try await request.collectedBody()
+        guard body.readableBytes > 0, let json = try? JSONParser.parse(body.readableBytesView) else { return nil }
+        return json.member("sharedWith")?.stringValue
+    }
+
     func dispatch(_ request: Request) async throws(FiregateError) -> Response {
         let raw = request.uri.path
         let rest = raw.dropFirst("/clients".count)
@@ -63,9 +70,15 @@ struct ClientRoutes: Sendable {
             throw .invalidArgument("Client ids starting with \"sharedWith/\" are the shared persistences' own; open a tab with {\"sharedWith\": key} instead.")
         }
         let prefixLength = "/clients/".utf8.count + idPart.utf8.count
-        if let forwarding = documents.forwarding, clients.existing(id) == nil, clients.persistence(ofTab: id) == nil,
-           let answer = try await forwarded(id, request, forwarding) {
-            return answer
+        var request = request
+        if let forwarding = documents.forwarding, clients.existing(id) == nil, clients.persistence(ofTab: id) == nil {
+            // A tab runs where its shared persistence runs: opening one claims the persistence
+            // first (its tabs may be routed anywhere), and goes where that runs.
+            if request.method == .put, verb == nil, subpath.isEmpty, let key = try await Self.sharedWith(&request),
+               let answer = try await forwarded(EdgeClients.engineID(key), request, forwarding) {
+                return answer
+            }
+            if let answer = try await forwarded(id, request, forwarding) { return answer }
         }
         if clients.isClosedTab(id) {
             // A terminated tab answers its state, DELETE, clearPersistence and a PUT that

@@ -10,6 +10,8 @@ struct AdminToken: Sendable {
     /// Nil when the request may go on; otherwise the 401 to answer.
     func check(_ request: Request) -> FiregateError? {
         guard let token, AdminToken.isProtected(request.uri.path) else { return nil }
+        // A replica's forwarded tree write is a data write: its route demands the cluster secret.
+        if request.uri.path == OwnerTreeWriteSender.uri, request.headers[OwnerForwarding.forwardedBy] != nil { return nil }
         var presented: String?
         if let header = request.headers[.authorization], header.lowercased().hasPrefix("bearer ") {
             presented = String(header.dropFirst("bearer ".count)).trimmingCharacters(in: .whitespaces)

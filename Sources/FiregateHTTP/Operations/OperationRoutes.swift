@@ -12,6 +12,8 @@ struct OperationRoutes: Sendable {
     let clients: EdgeClients
     let ticker: KeepAliveTicker
     let connections: ConnectionRegistry
+    /// On replicas: how a tree write forwarded by another replica is recognised.
+    var forwarding: OwnerForwarding?
 
     func respond(to request: Request, context: BasicRequestContext) async -> Response {
         let path = request.uri.path
@@ -66,6 +68,7 @@ struct OperationRoutes: Sendable {
         case (.get, "databases"): return databases()
         case (.get, "namespaces"): return try await namespaces()
         case (.get, "replicas"): return try replicaList()
+        case (.post, "replicas:treeWrite"): return try await ReplicaTreeWriteRoute(backend: backend, forwarding: forwarding).respond(request)
         case (.get, "export"), (.post, "export"): return try await ArchiveRoutes(backend: backend, clients: clients).export(request)
         case (.post, "import"): return try await ArchiveRoutes(backend: backend, clients: clients).import(request)
         default: throw OperationRoutes.noRoute(request)
