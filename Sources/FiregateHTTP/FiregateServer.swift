@@ -60,8 +60,8 @@ public enum FiregateServer {
             backend.remoteCommits.install(OwnerCommitSender(forwarding: forwarding))
             backend.tree.remoteWrites.install(OwnerTreeWriteSender(forwarding: forwarding))
             let orphaned = OrphanedDisconnects(backend: backend, logger: logger)
-            backend.replicas?.onOrphanedDisconnects { namespace, connection, operations in
-                Task { await orphaned.run(namespace: namespace, connection: connection, operations: operations) }
+            backend.replicas?.onOrphanedDisconnects { claimed in
+                Task { await orphaned.run(claimed) }
             }
         }
         backend.rules.trust(adminToken: configuration.adminToken)

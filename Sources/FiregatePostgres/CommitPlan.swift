@@ -106,6 +106,8 @@ struct CommitPlan {
                 for batch in batches {
                     let scope = PostgresStore.scope(namespace: batch.namespace)
                     treeStatements += TreeRowStatements.statements(for: batch.operations, scope: scope)
+                    // A reaper's progress commits with the operation's write, or neither does.
+                    if let progress = batch.progress { treeStatements.append(PostgresStore.statement(progress)) }
                     var body: OrderedDictionary<String, JSON> = ["tree": .array(batch.operations.map(TreeRowStatements.json))]
                     if let change = batch.change { body["change"] = change }
                     log.append(LogRow(scope: scope, seq: nextSeq(scope, at: now), commitUs: now, body: ByteBuffer(bytes: JSONWriter.bytes(.object(body)))))

@@ -125,6 +125,11 @@ enum PostgresSchema {
                 namespace text NOT NULL, operations bytea NOT NULL, PRIMARY KEY (replica, connection))
             """,
         ]),
+        // How many of a claimed set of onDisconnect operations ran: moved forward in the
+        // transaction of each one's write, so the next claimer starts where the last stopped.
+        ("v6-ondisconnect-progress", [
+            "ALTER TABLE fg_ondisconnect ADD COLUMN done integer NOT NULL DEFAULT 0",
+        ]),
     ]
 
     /// Brings the database to the newest schema; returns the steps it applied.

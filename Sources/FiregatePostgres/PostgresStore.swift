@@ -39,7 +39,7 @@ public final class PostgresStore: Sendable {
     /// Told of owned clients another replica took over (`onClientsLost`).
     let clientsLost = Mutex<(@Sendable ([String]) -> Void)?>(nil)
     /// Runs the onDisconnect operations of dead replicas' connections (`onOrphanedDisconnects`).
-    let orphanedDisconnects = Mutex<(@Sendable (String, String, [UInt8]) -> Void)?>(nil)
+    let orphanedDisconnects = Mutex<(@Sendable (OrphanedDisconnect) -> Void)?>(nil)
     /// Held while the tail applies the log and while a reload replaces a scope in memory, so
     /// that the tail never applies a commit to memory a reload is about to replace with an
     /// older snapshot (it would count the commit as applied and never apply it again).

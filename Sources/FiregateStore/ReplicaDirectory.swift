@@ -35,9 +35,11 @@ public protocol ReplicaDirectory: Sendable {
     func keepOnDisconnect(connection: String, namespace: String, operations: [UInt8]?)
     /// `run` gets the onDisconnect operations of connections whose replica's heartbeat is older
     /// than a lease, each set once: this replica claims them (they become its own, kept under
-    /// `connection`) before it runs them, and records what is left with `keepOnDisconnect` as
-    /// it goes, so a claimer that dies leaves the rest to the next.
-    func onOrphanedDisconnects(_ run: @escaping @Sendable (_ namespace: String, _ connection: String, _ operations: [UInt8]) -> Void)
+    /// the claim's `connection`) before it runs them, from `done` on. Each one's write carries
+    /// a `DisconnectProgress`, so a claimer that dies leaves the rest to the next.
+    func onOrphanedDisconnects(_ run: @escaping @Sendable (OrphanedDisconnect) -> Void)
+    /// Records progress that no write carried (an operation that failed or wrote nothing).
+    func recordDisconnectProgress(_ progress: DisconnectProgress)
 }
 
 /// One replica as the store records it. Times are RFC 3339, UTC.

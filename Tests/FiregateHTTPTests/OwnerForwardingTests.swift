@@ -23,7 +23,8 @@ final class OwnerForwardingTests: XCTestCase {
         func releaseClient(_ id: String) {}
         func onClientsLost(_ lost: @escaping @Sendable ([String]) -> Void) {}
         func keepOnDisconnect(connection: String, namespace: String, operations: [UInt8]?) {}
-        func onOrphanedDisconnects(_ run: @escaping @Sendable (String, String, [UInt8]) -> Void) {}
+        func onOrphanedDisconnects(_ run: @escaping @Sendable (OrphanedDisconnect) -> Void) {}
+        func recordDisconnectProgress(_ progress: DisconnectProgress) {}
     }
 
     func testOnlyARequestWithTheClusterSecretCountsAsForwardedAndItIsNeverForwardedAgain() throws {

@@ -91,13 +91,12 @@ final class PostgresStoreTests: XCTestCase {
     func testADeadReplicasOnDisconnectOperationsAreClaimedOnceByOneLiveReplicaAndOutliveADeadClaimer() async throws {
         let database = try TestDatabase()
         let a = try database.store("a", leaseSeconds: 2), b = try database.store("b", leaseSeconds: 2), c = try database.store("c", leaseSeconds: 2)
-        let ran = Mutex<[(replica: String, connection: String, run: String)]>([])
+        let ran = Mutex<[(replica: String, claim: OrphanedDisconnect)]>([])
         for store in [b, c] {
             let name = store.replicaID
-            store.onOrphanedDisconnects { namespace, connection, operations in
-                ran.withLock { $0.append((name, connection, "\(namespace):\(String(decoding: operations, as: UTF8.self))")) }
-            }
+            store.onOrphanedDisconnects { claim in ran.withLock { $0.append((name, claim)) } }
         }
+        func text(_ claim: OrphanedDisconnect) -> String { "\(claim.namespace):\(String(decoding: claim.operations, as: UTF8.self)) from \(claim.done)" }
         a.keepOnDisconnect(connection: "c1", namespace: "ns", operations: Array("[1,2]".utf8))
         a.keepOnDisconnect(connection: "c2", namespace: "ns", operations: Array("[2]".utf8))
         a.keepOnDisconnect(connection: "c2", namespace: "ns", operations: nil)   // ran by a itself
@@ -110,23 +109,51 @@ final class PostgresStoreTests: XCTestCase {
         try database.sql("UPDATE fg_replicas SET heartbeat_at = now() - interval '1 minute' WHERE replica = 'a'")
         try await Task.sleep(for: .seconds(2))
         let first = ran.withLock { $0 }
-        XCTAssertEqual(first.map(\.run).sorted(), ["ns:[1,2]", "other:[3]"], "each set once, by one replica: \(first)")
+        XCTAssertEqual(first.map { text($0.claim) }.sorted(), ["ns:[1,2] from 0", "other:[3] from 0"], "each set once, by one replica")
         // Claimed, the rows are the claimer's own (under the key it was given), not gone.
         let rows: [String] = try database.sql("SELECT replica || ' ' || connection FROM fg_ondisconnect").map { $0[0] ?? "" }
-        let claims: [String] = first.map { "\($0.replica) \($0.connection)" }
+        let claims: [String] = first.map { "\($0.replica) \($0.claim.connection)" }
         XCTAssertEqual(rows.sorted(), claims.sorted())
-        // The claimer of c1 runs its first operation and keeps the rest, then dies.
-        let c1 = try XCTUnwrap(first.first { $0.run.hasPrefix("ns:") })
+        // The claimer of c1 runs its first operation (its progress stored), then dies.
+        let c1 = try XCTUnwrap(first.first { $0.claim.namespace == "ns" })
         let claimer = c1.replica == "b" ? b : c, survivor = c1.replica == "b" ? c : b
-        claimer.keepOnDisconnect(connection: c1.connection, namespace: "ns", operations: Array("[2]".utf8))
+        claimer.recordDisconnectProgress(DisconnectProgress(replica: claimer.replicaID, connection: c1.claim.connection, done: 1, total: 2))
+        claimer.recordDisconnectProgress(DisconnectProgress(replica: claimer.replicaID, connection: c1.claim.connection, done: 0, total: 2))
         try await Task.sleep(for: .milliseconds(500))
         claimer.close()
         try database.sql("UPDATE fg_replicas SET heartbeat_at = now() - interval '1 minute' WHERE replica = '\(claimer.replicaID)'")
         try await Task.sleep(for: .seconds(2))
-        let second = ran.withLock { $0 }.dropFirst(first.count)
-        XCTAssertTrue(second.contains { $0.replica == survivor.replicaID && $0.run == "ns:[2]" }, "the rest outlived its claimer: \(second)")
-        XCTAssertFalse(second.contains { $0.run.hasPrefix("ns:[1") }, "what ran is not run again: \(second)")
+        let second = ran.withLock { $0 }.dropFirst(first.count).filter { $0.claim.namespace == "ns" }
+        XCTAssertEqual(second.map { "\($0.replica) \(text($0.claim))" }, ["\(survivor.replicaID) ns:[1,2] from 1"],
+                       "the rest outlived its claimer, from where it stopped (progress only moves forward)")
         survivor.close()
+    }
+
+    func testAReapersProgressIsStoredWithTheOperationsWriteOrNotAtAll() async throws {
+        let database = try TestDatabase()
+        let a = try database.store("a"), b = try database.store("b")
+        defer { a.close(); b.close() }
+        try database.sql("INSERT INTO fg_ondisconnect (replica, connection, namespace, operations) VALUES ('a', 'k', 'ns', '[1,2]')")
+        func write(_ storage: PostgresTreeStorage, done: Int) async -> Status? {
+            let progress = DisconnectProgress(replica: "a", connection: "k", done: done, total: 2)
+            do {
+                try await storage.commit([TreeStorageBatch(namespace: "ns", operations: [.putRow(TreeStorageRow(path: "p", value: "\(done)", priority: nil))],
+                                                           progress: progress)])
+                return nil
+            } catch {
+                return (error as? FiregateError)?.status ?? .unknown
+            }
+        }
+        let first = await write(PostgresTreeStorage(store: a), done: 1)
+        XCTAssertNil(first)
+        XCTAssertEqual(try database.sql("SELECT done::text FROM fg_ondisconnect"), [["1"]])
+        // b does not own the namespace: its write is fenced off, and the progress with it.
+        let fenced = await write(PostgresTreeStorage(store: b), done: 2)
+        XCTAssertEqual(fenced, .unavailable)
+        XCTAssertEqual(try database.sql("SELECT done::text FROM fg_ondisconnect"), [["1"]])
+        let last = await write(PostgresTreeStorage(store: a), done: 2)
+        XCTAssertNil(last)
+        XCTAssertEqual(try database.sql("SELECT count(*)::text FROM fg_ondisconnect"), [["0"]], "the last one's write removes the row")
     }
 
     func testAnOwnerWhoseLeaseWasTakenOverWritesNothingAndReloadsBeforeWritingAgain() async throws {

@@ -74,15 +74,15 @@ actor TreeNamespace {
                 guard hash == expected else { return (.conflict(current: current, etag: hash), .done()) }
             }
             if let judge { try self.judge(judge, writing: [(request.path, node)]) }
-            return set(node, at: request.path, wantsETag: request.wantsETag || request.ifMatch != nil, pushKey: nil)
+            return set(node, at: request.path, wantsETag: request.wantsETag || request.ifMatch != nil, pushKey: nil, progress: request.progress)
         case .push(let value):
             let key = pushID()
             let path = request.path.appending(key)
             let node = try resolve(value, at: path, nowMillis: nowMillis)
             if let judge { try self.judge(judge, writing: [(path, node)]) }
-            return set(node, at: path, wantsETag: request.wantsETag, pushKey: key)
+            return set(node, at: path, wantsETag: request.wantsETag, pushKey: key, progress: request.progress)
         case .update(let entries):
-            return try update(entries, at: request.path, nowMillis: nowMillis, judge: judge)
+            return try update(entries, at: request.path, nowMillis: nowMillis, judge: judge, progress: request.progress)
         }
     }
 
@@ -96,7 +96,8 @@ actor TreeNamespace {
         }
     }
 
-    private func set(_ node: TreeNode, at path: TreePath, wantsETag: Bool, pushKey: String?) -> (TreeWriteOutcome, TreeDurability) {
+    private func set(_ node: TreeNode, at path: TreePath, wantsETag: Bool, pushKey: String?,
+                     progress: DisconnectProgress?) -> (TreeWriteOutcome, TreeDurability) {
         let nodePath = path.isPriority ? path.parent! : path
         let befores = valuesBefore(changeAt: nodePath)
         let previous = root.node(at: nodePath)
@@ -108,7 +109,8 @@ actor TreeNamespace {
             : TreeStorageEncoding.operations(replacing: [path], in: root)
         let change = TreeChange(path: nodePath, operation: .set(stored))
         let delivery = !path.isPriority || previous != stored ? fanOut(change, befores: befores) : nil
-        let durability = queue.enqueue(TreeStorageBatch(namespace: name, operations: operations, change: change.json), delivery: delivery)
+        let durability = queue.enqueue(TreeStorageBatch(namespace: name, operations: operations, change: change.json, progress: progress),
+                                       delivery: delivery)
         let result = TreeWriteResult(path: nodePath, value: path.isPriority ? stored.priorityNode : stored, entries: [],
                                      pushKey: pushKey, etag: wantsETag ? TreeETag.of(root.node(at: path)) : nil)
         return (.written(result), durability)
@@ -145,7 +147,7 @@ actor TreeNamespace {
     }
 
     private func update(_ entries: [TreeUpdateEntry], at path: TreePath, nowMillis: Int64,
-                        judge: (any TreeWriteJudge)?) throws -> (TreeWriteOutcome, TreeDurability) {
+                        judge: (any TreeWriteJudge)?, progress: DisconnectProgress?) throws -> (TreeWriteOutcome, TreeDurability) {
         let sorted = entries.map(\.path).sorted { $0.keys.lexicographicallyPrecedes($1.keys) }
         for (a, b) in zip(sorted, sorted.dropFirst()) where a.contains(b) {
             throw TreeUpdateEntry.overlapError(a, b)
@@ -184,7 +186,8 @@ actor TreeNamespace {
         operations = TreeStorageEncoding.operations(replacing: replaced, in: root) + operations
         let change = TreeChange(path: path, operation: .merge(resolved))
         let delivery = fanOut(change, befores: befores)
-        let durability = queue.enqueue(TreeStorageBatch(namespace: name, operations: operations, change: change.json), delivery: delivery)
+        let durability = queue.enqueue(TreeStorageBatch(namespace: name, operations: operations, change: change.json, progress: progress),
+                                       delivery: delivery)
         return (.written(TreeWriteResult(path: path, value: root.node(at: path), entries: resolved, pushKey: nil, etag: nil)), durability)
     }
 

@@ -1,4 +1,5 @@
 import FiregateModel
+import FiregateStore
 
 /// A value to write, decoded and validated before it reaches the namespace. Values holding
 /// server values stay JSON until the namespace resolves them against the current tree.
@@ -46,6 +47,9 @@ public struct TreeWriteRequest: Sendable {
     public var ifSDKHash: String?
     /// Report the ETag of the location after the write.
     public var wantsETag: Bool
+    /// On replicas, a reaper's progress through a dead connection's onDisconnect operations,
+    /// stored in the write's own transaction.
+    public var progress: DisconnectProgress?
 
     public init(path: TreePath, operation: Operation, ifMatch: String? = nil, ifSDKHash: String? = nil, wantsETag: Bool = false) {
         self.path = path

@@ -1,4 +1,5 @@
 import FiregateModel
+import FiregateStore
 
 /// A tree write and its outcome as JSON, for a replica that sends the write to the owner of its
 /// namespace (`RemoteTreeWrites`). Unlike the REST methods, it carries everything the engine's
@@ -10,7 +11,7 @@ import FiregateModel
 /// travel as written, resolved by the owner. Paths are arrays of keys.
 public enum TreeWriteWire {
     /// `{"namespace","path","operation":"set|update|push","value"|"entries","ifMatch","ifSDKHash",
-    /// "wantsETag","surface","client"}`. The identity travels apart (as a bearer token).
+    /// "wantsETag","surface","client","progress"}`. The identity travels apart (as a bearer token).
     public static func request(namespace: String, _ request: TreeWriteRequest, caller: RulesCaller) -> JSON {
         var fields: [(String, JSON)] = [("namespace", .string(namespace)), ("path", keys(request.path))]
         switch request.operation {
@@ -23,6 +24,10 @@ public enum TreeWriteWire {
         if let ifMatch = request.ifMatch { fields.append(("ifMatch", .string(ifMatch))) }
         if let ifSDKHash = request.ifSDKHash { fields.append(("ifSDKHash", .string(ifSDKHash))) }
         if request.wantsETag { fields.append(("wantsETag", true)) }
+        if let progress = request.progress {
+            fields.append(("progress", .members([("replica", .string(progress.replica)), ("connection", .string(progress.connection)),
+                                                 ("done", .int(Int64(progress.done))), ("total", .int(Int64(progress.total)))])))
+        }
         fields.append(("surface", .string(caller.surface)))
         if let client = caller.client { fields.append(("client", .string(client))) }
         return .members(fields)
@@ -46,8 +51,14 @@ public enum TreeWriteWire {
             operation = .update(entries)
         default: throw malformed("operation")
         }
-        let request = TreeWriteRequest(path: path, operation: operation, ifMatch: json.member("ifMatch")?.stringValue,
+        var request = TreeWriteRequest(path: path, operation: operation, ifMatch: json.member("ifMatch")?.stringValue,
                                        ifSDKHash: json.member("ifSDKHash")?.stringValue, wantsETag: json.member("wantsETag")?.boolValue ?? false)
+        if let progress = json.member("progress") {
+            guard let replica = progress.member("replica")?.stringValue, let connection = progress.member("connection")?.stringValue,
+                  case .int(let done)? = progress.member("done"), case .int(let total)? = progress.member("total"),
+                  done >= 0, total >= done, total <= Int64(Int32.max) else { throw malformed("progress") }
+            request.progress = DisconnectProgress(replica: replica, connection: connection, done: Int(done), total: Int(total))
+        }
         return (namespace, request, json.member("surface")?.stringValue ?? "rest", json.member("client")?.stringValue)
     }
 

@@ -1,36 +1,44 @@
 import FiregateBackend
 import FiregateModel
+import FiregateStore
 import Logging
 
 /// Runs the onDisconnect operations of a dead replica's connections, once this replica has
 /// claimed them from the store (DESIGN §1.8): each as the admin, in the order registered, at
 /// the namespace's owner (here, or sent there as `OwnerTreeWriteSender` sends every tree write).
-/// After each one the store keeps only what is left (none: the row goes), so if this replica
-/// dies too the next one runs the rest: none is lost, and only the one under way may run twice.
+/// Each write carries the claim's progress, stored in its own transaction: if this replica dies
+/// too, the next one runs exactly the rest.
 struct OrphanedDisconnects: Sendable {
     let backend: Backend
     let logger: Logger
 
-    func run(namespace: String, connection: String, operations bytes: [UInt8]) async {
-        let items: [JSON]
+    func run(_ claimed: OrphanedDisconnect) async {
+        guard let replicas = backend.replicas else { return }
         let operations: [OnDisconnectOperation]
         do {
-            guard case .array(let array) = try JSONParser.parse(bytes) else { throw FiregateError.invalidArgument("not an array") }
-            items = array
+            guard case .array(let items) = try JSONParser.parse(claimed.operations) else { throw FiregateError.invalidArgument("not an array") }
             operations = try items.map { item throws(FiregateError) in try OnDisconnectOperation(json: item) }
         } catch {
             logger.warning("A dead replica's onDisconnect operations could not be read, and are dropped: \(error)")
-            backend.replicas?.keepOnDisconnect(connection: connection, namespace: namespace, operations: nil)
+            replicas.keepOnDisconnect(connection: claimed.connection, namespace: claimed.namespace, operations: nil)
             return
         }
-        for (index, operation) in operations.enumerated() {
+        if claimed.done >= operations.count {
+            replicas.keepOnDisconnect(connection: claimed.connection, namespace: claimed.namespace, operations: nil)
+            return
+        }
+        for index in claimed.done..<operations.count {
+            let operation = operations[index]
+            let progress = DisconnectProgress(replica: replicas.replicaID, connection: claimed.connection, done: index + 1, total: operations.count)
             // The namespace's owner may be the dead replica itself, its lease a moment longer
             // than its heartbeat: UNAVAILABLE is tried again (the operations stay in the store
             // meanwhile, so they outlive this replica too).
             var pause = Duration.milliseconds(250)
             while true {
                 do {
-                    try await run(operation, in: namespace)
+                    var request = try operation.request()
+                    request.progress = progress
+                    _ = try await backend.tree.write(namespace: claimed.namespace, request, forwardingAs: RulesCaller(identity: .admin, surface: "replica"))
                     backend.operations.record(.onDisconnect(client: "replica-reaper", path: operation.path.description, op: operation.name))
                 } catch let error as FiregateError where error.status == .unavailable {
                     try? await Task.sleep(for: pause)
@@ -41,14 +49,9 @@ struct OrphanedDisconnects: Sendable {
                 }
                 break
             }
-            let rest = Array(items[(index + 1)...])
-            backend.replicas?.keepOnDisconnect(connection: connection, namespace: namespace, operations: rest.isEmpty ? nil : JSONWriter.bytes(.array(rest)))
+            // Also when no write stored it (the operation failed, or changed nothing): it only
+            // ever moves forward, so it cannot undo a later operation's.
+            replicas.recordDisconnectProgress(progress)
         }
-        if operations.isEmpty { backend.replicas?.keepOnDisconnect(connection: connection, namespace: namespace, operations: nil) }
-    }
-
-    /// Here, or at the namespace's owner when another replica holds it.
-    private func run(_ operation: OnDisconnectOperation, in namespace: String) async throws {
-        _ = try await backend.tree.write(namespace: namespace, try operation.request(), forwardingAs: RulesCaller(identity: .admin, surface: "replica"))
     }
 }

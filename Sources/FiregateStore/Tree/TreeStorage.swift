@@ -57,10 +57,13 @@ public struct TreeStorageBatch: Sendable, Equatable {
     /// The write as the engine applies it (opaque to the store), kept in a shared store's
     /// commit log so that other replicas can apply it too.
     public var change: JSON?
+    /// A reaper's progress, stored with the write (see `DisconnectProgress`).
+    public var progress: DisconnectProgress?
 
-    public init(namespace: String, operations: [TreeStorageOperation], change: JSON? = nil) {
+    public init(namespace: String, operations: [TreeStorageOperation], change: JSON? = nil, progress: DisconnectProgress? = nil) {
         self.namespace = namespace
         self.operations = operations
         self.change = change
+        self.progress = progress
     }
 }

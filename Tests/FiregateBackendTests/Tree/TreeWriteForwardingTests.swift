@@ -9,7 +9,10 @@ import XCTest
 final class TreeWriteForwardingTests: XCTestCase {
     func testARequestReadsBackAsItWasWithItsServerValuesUnresolved() throws {
         let node = tree(["a": 1, "b": ["c": true, ".priority": 2]], at: path("x"))
+        var reaped = TreeWriteRequest(path: path("presence/me"), operation: .set(try TreeWriteValue.prepare("offline", at: path("presence/me"))))
+        reaped.progress = DisconnectProgress(replica: "b", connection: "a/c1/f00", done: 1, total: 2)
         let requests: [TreeWriteRequest] = [
+            reaped,
             TreeWriteRequest(path: path("x"), operation: .set(.node(node)), ifSDKHash: "h=", wantsETag: true),
             TreeWriteRequest(path: path("x/y"), operation: .push(try TreeWriteValue.prepare(["at": [".sv": "timestamp"]], at: path("x/y")))),
             TreeWriteRequest(path: path("x"), operation: .update(try TreeUpdateEntry.prepare(["p/q": 5, "r": ["s": "t"]], under: path("x"))),
@@ -24,10 +27,11 @@ final class TreeWriteForwardingTests: XCTestCase {
             XCTAssertEqual(back.client, "c1")
             XCTAssertEqual(TreeWriteWire.request(namespace: "ns", back.request, caller: caller), wire)
         }
-        let push = try TreeWriteWire.request(TreeWriteWire.request(namespace: "ns", requests[1], caller: caller)).request
+        XCTAssertEqual(try TreeWriteWire.request(TreeWriteWire.request(namespace: "ns", reaped, caller: caller)).request.progress, reaped.progress)
+        let push = try TreeWriteWire.request(TreeWriteWire.request(namespace: "ns", requests[2], caller: caller)).request
         guard case .push(.needsServerValues(let json)) = push.operation else { return XCTFail("\(push.operation)") }
         XCTAssertEqual(json, ["at": [".sv": "timestamp"]])
-        let set = try TreeWriteWire.request(TreeWriteWire.request(namespace: "ns", requests[0], caller: caller)).request
+        let set = try TreeWriteWire.request(TreeWriteWire.request(namespace: "ns", requests[1], caller: caller)).request
         guard case .set(.node(let sent)) = set.operation else { return XCTFail("\(set.operation)") }
         XCTAssertEqual(sent, node, "priorities travel")
         XCTAssertEqual(set.ifSDKHash, "h=")
