@@ -44,6 +44,10 @@ struct CommitPlan {
     /// Edge-cache changes that must commit with the documents (a queued batch leaving its
     /// client's queue), and the client each belongs to.
     private(set) var companions: [(client: String, change: EdgeCacheChange)] = []
+    /// Reapers' progress, each with the index of the unit whose write carries it: stored in the
+    /// transaction only while the claim is the reaper's and the operation has not run; else
+    /// that unit is not written at all (`PostgresStore.checkedStatement`).
+    private(set) var progressChecks: [(unit: Int, progress: DisconnectProgress)] = []
     /// Companions of another store, run once the commit is durable.
     private(set) var foreignCompanions: [any CommitCompanion] = []
     private(set) var oldSeq: [String: Int64] = [:]
@@ -51,7 +55,7 @@ struct CommitPlan {
 
     var scopes: Set<String> { Set(oldSeq.keys) }
     /// Tree rows take statements of their own, in the same transaction as the fenced one.
-    var needsTransaction: Bool { !treeStatements.isEmpty || !companions.isEmpty }
+    var needsTransaction: Bool { !treeStatements.isEmpty || !companions.isEmpty || !progressChecks.isEmpty }
 
     static func scopes(of unit: PostgresCommitQueue.Unit) -> [String] {
         switch unit {
@@ -77,7 +81,7 @@ struct CommitPlan {
             commitUs[scope] = time
             return seq
         }
-        for unit in units {
+        for (index, unit) in units.enumerated() {
             switch unit {
             case .documents(let batch, _):
                 let scope = PostgresStore.scope(batch.database)
@@ -107,7 +111,7 @@ struct CommitPlan {
                     let scope = PostgresStore.scope(namespace: batch.namespace)
                     treeStatements += TreeRowStatements.statements(for: batch.operations, scope: scope)
                     // A reaper's progress commits with the operation's write, or neither does.
-                    if let progress = batch.progress { treeStatements.append(PostgresStore.statement(progress)) }
+                    if let progress = batch.progress { progressChecks.append((index, progress)) }
                     var body: OrderedDictionary<String, JSON> = ["tree": .array(batch.operations.map(TreeRowStatements.json))]
                     if let change = batch.change { body["change"] = change }
                     log.append(LogRow(scope: scope, seq: nextSeq(scope, at: now), commitUs: now, body: ByteBuffer(bytes: JSONWriter.bytes(.object(body)))))

@@ -23,9 +23,9 @@ extension PostgresStore {
             remaining = failing(remaining, refused)
             guard !remaining.isEmpty else { return }
             let plan = CommitPlan(units: remaining, leases: leases, store: self)
-            let passed: Set<String>
+            let outcome: RunOutcome
             do {
-                passed = try run(plan)
+                outcome = try run(plan)
             } catch {
                 // The outcome is unknown (the connection may have dropped after the commit):
                 // forget the holds; the engine reloads what it failed, and the next acquire
@@ -34,6 +34,17 @@ extension PostgresStore {
                 for unit in remaining { unit.fail(error) }
                 return
             }
+            if !outcome.staleClaims.isEmpty {
+                // Rolled back: a reaper's write whose claim moved, or whose operation already
+                // ran, is not made; the rest commit on the next try.
+                remaining = remaining.enumerated().filter { index, unit in
+                    guard outcome.staleClaims.contains(index) else { return true }
+                    unit.fail(FiregateError(.unavailable, "This write runs an onDisconnect operation another replica has claimed since, or that already ran; it was not made."))
+                    return false
+                }.map(\.element)
+                continue
+            }
+            let passed = outcome.passed
             let fenced = plan.scopes.subtracting(passed)
             for scope in fenced { leases.lost(scope) }
             if !fenced.isEmpty && plan.needsTransaction {
@@ -102,16 +113,27 @@ extension PostgresStore {
         }
     }
 
-    /// Runs the plan; returns the scopes whose fence held.
-    private func run(_ plan: CommitPlan) throws(FiregateError) -> Set<String> {
-        if !plan.needsTransaction { return try fencedStatement(plan) }
-        return try writer.transaction { () throws(FiregateError) -> PostgresSession.Outcome<Set<String>> in
+    /// What a run did: the scopes whose fence held, and the units (by index) rolled back for a
+    /// reaper's claim that moved (none when it committed).
+    private struct RunOutcome {
+        var passed: Set<String>
+        var staleClaims: Set<Int> = []
+    }
+
+    /// Runs the plan.
+    private func run(_ plan: CommitPlan) throws(FiregateError) -> RunOutcome {
+        if !plan.needsTransaction { return RunOutcome(passed: try fencedStatement(plan)) }
+        return try writer.transaction { () throws(FiregateError) -> PostgresSession.Outcome<RunOutcome> in
             let passed = try fencedStatement(plan)
             // A fenced scope's rows must not be written with the others': roll back, retry without it.
-            guard passed == plan.scopes else { return .rollback(passed) }
+            guard passed == plan.scopes else { return .rollback(RunOutcome(passed: passed)) }
             for statement in plan.treeStatements { try writer.query(statement) }
             for (client, change) in plan.companions { try apply(change, client: client) }
-            return .commit(passed)
+            var stale: Set<Int> = []
+            for check in plan.progressChecks where try writer.query(Self.checkedStatement(check.progress)).rows.isEmpty {
+                stale.insert(check.unit)
+            }
+            return stale.isEmpty ? .commit(RunOutcome(passed: passed)) : .rollback(RunOutcome(passed: passed, staleClaims: stale))
         }
     }
 

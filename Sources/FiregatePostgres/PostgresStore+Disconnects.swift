@@ -55,6 +55,33 @@ extension PostgresStore {
             """
     }
 
+    /// The statement a reaper's write carries: it records `progress` only while the claim is
+    /// still the reaper's and the operation has not run (a row, returned); none returned, the
+    /// write is not made. A reaper paused past its heartbeat, whose rows another claimed since,
+    /// so runs nothing twice.
+    static func checkedStatement(_ progress: DisconnectProgress) -> PostgresQuery {
+        if progress.done >= progress.total {
+            return """
+                DELETE FROM fg_ondisconnect WHERE replica = \(progress.replica) AND connection = \(progress.connection)
+                    AND done < \(progress.done) RETURNING 1
+                """
+        }
+        return """
+            UPDATE fg_ondisconnect SET done = \(progress.done)
+            WHERE replica = \(progress.replica) AND connection = \(progress.connection) AND done < \(progress.done) RETURNING 1
+            """
+    }
+
+    public func disconnectClaim(connection: String) throws(FiregateError) -> Int? {
+        try readOnce { session throws(FiregateError) -> Int? in
+            guard let row = try session.query("""
+                SELECT done FROM fg_ondisconnect WHERE replica = \(replicaID) AND connection = \(connection)
+                """).rows.first else { return nil }
+            let done: Int32 = try decode(row, Int32.self)
+            return Int(done)
+        }
+    }
+
     /// At each renewal: claims the operations of dead replicas' connections (they become this
     /// replica's, under a connection key of their own) and runs them from where the last
     /// claimer stopped.

@@ -40,6 +40,9 @@ public protocol ReplicaDirectory: Sendable {
     func onOrphanedDisconnects(_ run: @escaping @Sendable (OrphanedDisconnect) -> Void)
     /// Records progress that no write carried (an operation that failed or wrote nothing).
     func recordDisconnectProgress(_ progress: DisconnectProgress)
+    /// How many operations of this replica's claim `connection` ran, or nil when the claim is
+    /// no longer this replica's (another claimed it, or all ran).
+    func disconnectClaim(connection: String) throws(FiregateError) -> Int?
 }
 
 /// One replica as the store records it. Times are RFC 3339, UTC.

@@ -25,6 +25,7 @@ final class OwnerForwardingTests: XCTestCase {
         func keepOnDisconnect(connection: String, namespace: String, operations: [UInt8]?) {}
         func onOrphanedDisconnects(_ run: @escaping @Sendable (OrphanedDisconnect) -> Void) {}
         func recordDisconnectProgress(_ progress: DisconnectProgress) {}
+        func disconnectClaim(connection: String) throws(FiregateError) -> Int? { nil }
     }
 
     func testOnlyARequestWithTheClusterSecretCountsAsForwardedAndItIsNeverForwardedAgain() throws {

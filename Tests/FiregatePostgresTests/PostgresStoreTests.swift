@@ -147,6 +147,17 @@ final class PostgresStoreTests: XCTestCase {
         let first = await write(PostgresTreeStorage(store: a), done: 1)
         XCTAssertNil(first)
         XCTAssertEqual(try database.sql("SELECT done::text FROM fg_ondisconnect"), [["1"]])
+        // The same operation again (a reaper that did not know it ran): not made.
+        let again = await write(PostgresTreeStorage(store: a), done: 1)
+        XCTAssertEqual(again, .unavailable)
+        XCTAssertEqual(try a.disconnectClaim(connection: "k"), 1)
+        // A claim another replica took since (this one was paused): not made either.
+        try database.sql("UPDATE fg_ondisconnect SET replica = 'c'")
+        let moved = await write(PostgresTreeStorage(store: a), done: 2)
+        XCTAssertEqual(moved, .unavailable)
+        XCTAssertNil(try a.disconnectClaim(connection: "k"), "the claim is no longer a's")
+        XCTAssertEqual(try database.sql("SELECT value FROM fg_tree_rows WHERE scope = 't:ns' AND path = 'p'"), [["1"]], "neither write was made")
+        try database.sql("UPDATE fg_ondisconnect SET replica = 'a'")
         // b does not own the namespace: its write is fenced off, and the progress with it.
         let fenced = await write(PostgresTreeStorage(store: b), done: 2)
         XCTAssertEqual(fenced, .unavailable)

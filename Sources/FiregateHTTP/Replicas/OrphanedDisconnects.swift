@@ -6,8 +6,9 @@ import Logging
 /// Runs the onDisconnect operations of a dead replica's connections, once this replica has
 /// claimed them from the store (DESIGN §1.8): each as the admin, in the order registered, at
 /// the namespace's owner (here, or sent there as `OwnerTreeWriteSender` sends every tree write).
-/// Each write carries the claim's progress, stored in its own transaction: if this replica dies
-/// too, the next one runs exactly the rest.
+/// Each write carries the claim's progress, stored in its own transaction only while the claim
+/// is still this replica's: if this replica dies too, the next one runs exactly the rest, and
+/// if it was only paused, it runs nothing the next one ran.
 struct OrphanedDisconnects: Sendable {
     let backend: Backend
     let logger: Logger
@@ -34,13 +35,22 @@ struct OrphanedDisconnects: Sendable {
             // than its heartbeat: UNAVAILABLE is tried again (the operations stay in the store
             // meanwhile, so they outlive this replica too).
             var pause = Duration.milliseconds(250)
-            while true {
+            attempt: while true {
                 do {
                     var request = try operation.request()
                     request.progress = progress
                     _ = try await backend.tree.write(namespace: claimed.namespace, request, forwardingAs: RulesCaller(identity: .admin, surface: "replica"))
                     backend.operations.record(.onDisconnect(client: "replica-reaper", path: operation.path.description, op: operation.name))
                 } catch let error as FiregateError where error.status == .unavailable {
+                    // Refused because this replica, paused past its heartbeat, lost the claim,
+                    // or because the operation ran already? The store says which.
+                    let claim: Int??   // nil: the store could not be asked
+                    do { claim = .some(try replicas.disconnectClaim(connection: claimed.connection)) } catch { claim = nil }
+                    switch claim {
+                    case .some(nil): return   // another replica runs the rest
+                    case .some(.some(let done)) where done > index: break attempt
+                    default: break
+                    }
                     try? await Task.sleep(for: pause)
                     pause = min(pause * 2, .seconds(5))
                     continue
