@@ -40,10 +40,9 @@ public struct TreePatchEntry: Sendable, Equatable {
 extension TreeChange {
     var json: JSON {
         func keys(_ path: TreePath) -> JSON { .array(path.keys.map { .string($0) }) }
-        func node(_ node: TreeNode) -> JSON { (try? JSONParser.parse(TreeNodeWriter.bytes(node, format: .export))) ?? .null }
         switch operation {
-        case .set(let value): return ["path": keys(path), "set": node(value)]
-        case .merge(let entries): return ["path": keys(path), "merge": .array(entries.map { ["path": keys($0.path), "node": node($0.node)] })]
+        case .set(let value): return ["path": keys(path), "set": value.exportJSON]
+        case .merge(let entries): return ["path": keys(path), "merge": .array(entries.map { ["path": keys($0.path), "node": $0.node.exportJSON] })]
         }
     }
 

@@ -66,13 +66,13 @@ public enum TreeWriteWire {
     public static func outcome(_ outcome: TreeWriteOutcome) -> JSON {
         switch outcome {
         case .written(let result):
-            var fields: [(String, JSON)] = [("path", keys(result.path)), ("value", export(result.value)),
-                                            ("entries", .array(result.entries.map { .members([("path", keys($0.path)), ("value", export($0.node))]) }))]
+            var fields: [(String, JSON)] = [("path", keys(result.path)), ("value", result.value.exportJSON),
+                                            ("entries", .array(result.entries.map { .members([("path", keys($0.path)), ("value", $0.node.exportJSON)]) }))]
             if let pushKey = result.pushKey { fields.append(("pushKey", .string(pushKey))) }
             if let etag = result.etag { fields.append(("etag", .string(etag))) }
             return .members([("written", .members(fields))])
         case .conflict(let current, let etag):
-            return .members([("conflict", .members([("current", export(current)), ("etag", .string(etag))]))])
+            return .members([("conflict", .members([("current", current.exportJSON), ("etag", .string(etag))]))])
         }
     }
 
@@ -97,14 +97,9 @@ public enum TreeWriteWire {
 
     private static func keys(_ path: TreePath) -> JSON { .array(path.keys.map { .string($0) }) }
 
-    private static func export(_ node: TreeNode) -> JSON {
-        // The writer's output always parses.
-        (try? JSONParser.parse(TreeNodeWriter.bytes(node, format: .export))) ?? .null
-    }
-
     private static func json(_ value: TreeWriteValue) -> JSON {
         switch value {
-        case .node(let node): export(node)
+        case .node(let node): node.exportJSON
         case .needsServerValues(let json): json
         }
     }

@@ -96,7 +96,7 @@ extension TreeSync {
     /// tracked queries and the queued writes as stored (transactions are not kept, as on disk).
     func archive() -> JSON {
         [
-            "cache": (try? JSONParser.parse(TreeNodeWriter.bytes(cache.root, format: .export))) ?? .null,
+            "cache": cache.root.exportJSON,
             "queries": .array(cache.tracked.sorted { $0.value.id < $1.value.id }.map { spec, query in
                 ["path": .string(spec.path.joined), "parameters": .string(spec.parameters), "lastUse": .int(query.lastUse),
                  "complete": .bool(query.complete), "active": .bool(query.active), "keys": .array(query.keys.sorted().map { .string($0) })]

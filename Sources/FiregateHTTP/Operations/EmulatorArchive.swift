@@ -27,7 +27,7 @@ enum EmulatorArchive {
         })))
         var namespaces: [JSON] = []
         for (name, node) in try await backend.tree.exportAll() {
-            namespaces.append(["namespace": .string(name), "value": try JSONParser.parse(TreeNodeWriter.bytes(node, format: .export))])
+            namespaces.append(["namespace": .string(name), "value": node.exportJSON])
         }
         archive.append(("tree", .array(namespaces)))
         if includeClients { archive.append(("clients", .array(await clients.archives()))) }

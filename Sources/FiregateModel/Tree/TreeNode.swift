@@ -129,6 +129,13 @@ public struct TreeNode: Sendable, Equatable {
 }
 
 extension TreeNode {
+    /// The node as `format=export` writes it (priorities kept), parsed: the form archives, the
+    /// replicas' commit log and forwarded writes carry.
+    public var exportJSON: JSON {
+        // The writer's output always parses.
+        (try? JSONParser.parse(TreeNodeWriter.bytes(self, format: .export))) ?? .null
+    }
+
     /// The node as plain JSON (children in key order, no priorities); null when empty.
     public var json: JSON {
         switch content {
