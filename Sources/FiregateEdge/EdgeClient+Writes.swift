@@ -1,5 +1,6 @@
 import FiregateBackend
 import FiregateModel
+import FiregateStore
 import Foundation
 
 /// The write side: queueing user writes with latency compensation, the pipeline that sends
@@ -128,7 +129,8 @@ extension EdgeClient {
             }
             let outcome: Result<CommitResult, FiregateError>
             do {
-                guard let result = try await backend.remoteCommits.commit(batch.writes, in: database, as: rulesIdentity) else { return false }
+                let receipt = QueuedWriteReceipt(client: id, kind: .batch, id: batch.id, stamp: batch.localWriteTime.microseconds)
+                guard let result = try await backend.remoteCommits.commit(batch.writes, in: database, as: rulesIdentity, receipt: receipt) else { return false }
                 local.mutationRemoval(batch.id)?.enqueueAlone()
                 outcome = .success(result)
             } catch {

@@ -44,10 +44,17 @@ struct CommitPlan {
     /// Edge-cache changes that must commit with the documents (a queued batch leaving its
     /// client's queue), and the client each belongs to.
     private(set) var companions: [(client: String, change: EdgeCacheChange)] = []
-    /// Reapers' progress, each with the index of the unit whose write carries it: stored in the
-    /// transaction only while the claim is the reaper's and the operation has not run; else
-    /// that unit is not written at all (`PostgresStore.checkedStatement`).
-    private(set) var progressChecks: [(unit: Int, progress: DisconnectProgress)] = []
+    /// Statements a unit's write is made with or not at all (index of the unit): a reaper's
+    /// progress, stored only while the claim is the reaper's and the operation has not run;
+    /// a queued write's receipt, stored only while its sender runs the client and the write was
+    /// not committed before. One returning no row rolls its unit back, failed with `refusal`.
+    private(set) var checks: [Check] = []
+
+    struct Check {
+        var unit: Int
+        var statement: PostgresQuery
+        var refusal: FiregateError
+    }
     /// Companions of another store, run once the commit is durable.
     private(set) var foreignCompanions: [any CommitCompanion] = []
     private(set) var oldSeq: [String: Int64] = [:]
@@ -55,7 +62,7 @@ struct CommitPlan {
 
     var scopes: Set<String> { Set(oldSeq.keys) }
     /// Tree rows take statements of their own, in the same transaction as the fenced one.
-    var needsTransaction: Bool { !treeStatements.isEmpty || !companions.isEmpty || !progressChecks.isEmpty }
+    var needsTransaction: Bool { !treeStatements.isEmpty || !companions.isEmpty || !checks.isEmpty }
 
     static func scopes(of unit: PostgresCommitQueue.Unit) -> [String] {
         switch unit {
@@ -85,6 +92,7 @@ struct CommitPlan {
             switch unit {
             case .documents(let batch, _):
                 let scope = PostgresStore.scope(batch.database)
+                if let receipt = batch.receipt { checks.append(Check(receipt, unit: index)) }
                 if let own = batch.companion as? PostgresEdgeCompanion, own.store === store {
                     companions.append((own.client, own.change))
                 } else if let other = batch.companion {
@@ -111,7 +119,8 @@ struct CommitPlan {
                     let scope = PostgresStore.scope(namespace: batch.namespace)
                     treeStatements += TreeRowStatements.statements(for: batch.operations, scope: scope)
                     // A reaper's progress commits with the operation's write, or neither does.
-                    if let progress = batch.progress { progressChecks.append((index, progress)) }
+                    if let progress = batch.progress { checks.append(Check(progress, unit: index)) }
+                    if let receipt = batch.receipt { checks.append(Check(receipt, unit: index)) }
                     var body: OrderedDictionary<String, JSON> = ["tree": .array(batch.operations.map(TreeRowStatements.json))]
                     if let change = batch.change { body["change"] = change }
                     log.append(LogRow(scope: scope, seq: nextSeq(scope, at: now), commitUs: now, body: ByteBuffer(bytes: JSONWriter.bytes(.object(body)))))
@@ -126,5 +135,17 @@ struct CommitPlan {
         heads = oldSeq.keys.sorted().map { scope in
             Head(scope: scope, oldSeq: oldSeq[scope]!, newSeq: newSeq[scope]!, commitUs: commitUs[scope]!, epoch: epochs[scope]!)
         }
+    }
+}
+
+extension CommitPlan.Check {
+    init(_ progress: DisconnectProgress, unit: Int) {
+        self.init(unit: unit, statement: PostgresStore.checkedStatement(progress),
+                  refusal: FiregateError(.unavailable, "This write runs an onDisconnect operation another replica has claimed since, or that already ran; it was not made."))
+    }
+
+    init(_ receipt: QueuedWriteReceipt, unit: Int) {
+        self.init(unit: unit, statement: PostgresStore.checkedStatement(receipt),
+                  refusal: FiregateError(.unavailable, "Edge client \(receipt.client)'s queued write was committed before, or its client runs on another replica now; it was not made again."))
     }
 }

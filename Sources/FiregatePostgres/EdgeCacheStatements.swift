@@ -78,7 +78,9 @@ enum EdgeCacheStatements {
         case .clear(let includingSettings):
             var tables = ["fg_edge_documents", "fg_edge_mutations", "fg_edge_targets", "fg_edge_target_documents", "fg_edge_indexes", "fg_edge_bundles"]
             if includingSettings { tables.append("fg_edge_clients") }
+            // Batch ids start again in a cleared queue: receipts of the old ones must not answer them.
             return tables.map { .run("DELETE FROM \(unescaped: $0) WHERE client_id = \(id)") }
+                + [.run("DELETE FROM fg_edge_receipts WHERE client_id = \(id) AND kind = 'batch'")]
         case .treeCache(let operations):
             return TreeRowStatements.statements(for: operations, scope: id, table: "fg_edge_tree_cache", ownerColumn: "client_id").map(Statement.run)
         case .treeQuery(let query):
@@ -108,6 +110,7 @@ enum EdgeCacheStatements {
             var tables = ["fg_edge_tree_cache", "fg_edge_tree_queries", "fg_edge_tree_writes"]
             if includingAuth { tables.append("fg_edge_auth") }
             return tables.map { .run("DELETE FROM \(unescaped: $0) WHERE client_id = \(id)") }
+                + [.run("DELETE FROM fg_edge_receipts WHERE client_id = \(id) AND kind = 'tree'")]
         }
     }
 

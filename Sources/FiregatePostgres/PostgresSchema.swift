@@ -130,6 +130,14 @@ enum PostgresSchema {
         ("v6-ondisconnect-progress", [
             "ALTER TABLE fg_ondisconnect ADD COLUMN done integer NOT NULL DEFAULT 0",
         ]),
+        // The answers to edge clients' queued writes committed for another replica, stored in
+        // the commit's transaction, so a write sent again is answered and not applied twice.
+        ("v7-queued-write-receipts", [
+            """
+            CREATE TABLE fg_edge_receipts (client_id text COLLATE "C" NOT NULL, kind text NOT NULL, id bigint NOT NULL, stamp bigint NOT NULL,
+                answer bytea NOT NULL, created_at timestamptz NOT NULL DEFAULT now(), PRIMARY KEY (client_id, kind, id, stamp))
+            """,
+        ]),
     ]
 
     /// Brings the database to the newest schema; returns the steps it applied.

@@ -34,12 +34,12 @@ extension PostgresStore {
                 for unit in remaining { unit.fail(error) }
                 return
             }
-            if !outcome.staleClaims.isEmpty {
-                // Rolled back: a reaper's write whose claim moved, or whose operation already
-                // ran, is not made; the rest commit on the next try.
+            if !outcome.refused.isEmpty {
+                // Rolled back: a write whose check failed (a reaper's claim that moved, a queued
+                // write committed before) is not made; the rest commit on the next try.
                 remaining = remaining.enumerated().filter { index, unit in
-                    guard outcome.staleClaims.contains(index) else { return true }
-                    unit.fail(FiregateError(.unavailable, "This write runs an onDisconnect operation another replica has claimed since, or that already ran; it was not made."))
+                    guard let refusal = outcome.refused[index] else { return true }
+                    unit.fail(refusal)
                     return false
                 }.map(\.element)
                 continue
@@ -114,10 +114,10 @@ extension PostgresStore {
     }
 
     /// What a run did: the scopes whose fence held, and the units (by index) rolled back for a
-    /// reaper's claim that moved (none when it committed).
+    /// check that failed, with why (none when it committed).
     private struct RunOutcome {
         var passed: Set<String>
-        var staleClaims: Set<Int> = []
+        var refused: [Int: FiregateError] = [:]
     }
 
     /// Runs the plan.
@@ -129,11 +129,11 @@ extension PostgresStore {
             guard passed == plan.scopes else { return .rollback(RunOutcome(passed: passed)) }
             for statement in plan.treeStatements { try writer.query(statement) }
             for (client, change) in plan.companions { try apply(change, client: client) }
-            var stale: Set<Int> = []
-            for check in plan.progressChecks where try writer.query(Self.checkedStatement(check.progress)).rows.isEmpty {
-                stale.insert(check.unit)
+            var refused: [Int: FiregateError] = [:]
+            for check in plan.checks where try writer.query(check.statement).rows.isEmpty {
+                refused[check.unit] = check.refusal
             }
-            return stale.isEmpty ? .commit(RunOutcome(passed: passed)) : .rollback(RunOutcome(passed: passed, staleClaims: stale))
+            return refused.isEmpty ? .commit(RunOutcome(passed: passed)) : .rollback(RunOutcome(passed: passed, refused: refused))
         }
     }
 

@@ -103,6 +103,7 @@ public final class PostgresStore: Sendable {
         let interval = max(0.5, Double(leaseSeconds) / 3)
         timer.schedule(deadline: .now() + interval, repeating: interval)
         let lastRenewed = Mutex(ContinuousClock.now)
+        let lastPruned = Mutex(ContinuousClock.now)
         timer.setEventHandler { [weak self] in
             guard let self else { return }
             do {
@@ -122,6 +123,11 @@ public final class PostgresStore: Sendable {
                 try checkOwnedClients(keeper)
                 try reapOrphanedDisconnects(keeper)
                 lastRenewed.withLock { $0 = .now }
+                if lastPruned.withLock({ last in
+                    guard ContinuousClock.now - last > .seconds(60) else { return false }
+                    last = .now
+                    return true
+                }) { try pruneReceipts(keeper) }
                 // The log keeps the last `logWindow` commits of each scope this replica owns.
                 try keeper.query("""
                     DELETE FROM fg_log l USING fg_heads h

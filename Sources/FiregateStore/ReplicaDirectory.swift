@@ -43,6 +43,11 @@ public protocol ReplicaDirectory: Sendable {
     /// How many operations of this replica's claim `connection` ran, or nil when the claim is
     /// no longer this replica's (another claimed it, or all ran).
     func disconnectClaim(connection: String) throws(FiregateError) -> Int?
+    /// The epoch at which this replica runs edge client `id`; nil when it does not.
+    func clientEpoch(_ id: String) -> Int64?
+    /// The answer stored with the commit of a queued write (see `QueuedWriteReceipt`); nil
+    /// when none was committed.
+    func storedAnswer(_ receipt: QueuedWriteReceipt) throws(FiregateError) -> [UInt8]?
 }
 
 /// One replica as the store records it. Times are RFC 3339, UTC.

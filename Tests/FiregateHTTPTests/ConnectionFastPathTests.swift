@@ -46,6 +46,8 @@ final class ConnectionFastPathTests: XCTestCase {
             "GET /v1/x HTTP/1.1\r\nX-HTTP-Method-Override: DELETE\r\n\r\n", "GET /v1/x HTTP/1.1\r\nA: b\r\n folded\r\n\r\n",
             "GET /v1/x HTTP/1.1\nHost: x\n\n", "GET /v1/x HTTP/1.1\r\nBad Name: v\r\n\r\n", "GET /v1/\u{7F} HTTP/1.1\r\n\r\n",
             "GET /v1/x HTTP/1.1\r\nUpgrade: websocket\r\n\r\n", "get /v1/x HTTP/1.1\r\n\r\n",
+            "POST /v1/x:commit HTTP/1.1\r\nFiregate-Forwarded-By: a\r\nContent-Length: 2\r\n\r\n{}",
+            "POST /v1/x:commit HTTP/1.1\r\nfiregate-queued-write: batch 1 1 1 c\r\nContent-Length: 2\r\n\r\n{}",
         ] {
             guard case .notSimple = parse(refused) else { return XCTFail("taken: \(refused.debugDescription)") }
         }

@@ -26,6 +26,8 @@ final class OwnerForwardingTests: XCTestCase {
         func onOrphanedDisconnects(_ run: @escaping @Sendable (OrphanedDisconnect) -> Void) {}
         func recordDisconnectProgress(_ progress: DisconnectProgress) {}
         func disconnectClaim(connection: String) throws(FiregateError) -> Int? { nil }
+        func clientEpoch(_ id: String) -> Int64? { nil }
+        func storedAnswer(_ receipt: QueuedWriteReceipt) throws(FiregateError) -> [UInt8]? { nil }
     }
 
     func testOnlyARequestWithTheClusterSecretCountsAsForwardedAndItIsNeverForwardedAgain() throws {

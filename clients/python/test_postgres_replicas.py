@@ -807,3 +807,95 @@ def test_tabs_of_one_persistence_opened_on_two_replicas_run_on_one(pair):
     assert second.set("notes/n1", text="hi").status_code == 200
     got = requests.get(f"{first.data}/notes/n1", timeout=10)
     assert got.status_code == 200 and got.json()["fields"]["text"] == {"stringValue": "hi"}, got.text
+
+
+def _psql(url, sql):
+    return subprocess.run(["psql", url, "-Atc", sql], capture_output=True, text=True, check=True).stdout.strip()
+
+
+def _as_replica(receipt):
+    return {"Firegate-Forwarded-By": "b", "Firegate-Cluster-Secret": SECRET, "Firegate-Queued-Write": receipt}
+
+
+def test_an_edge_clients_batch_sent_to_the_owner_again_is_answered_and_applied_once(pair):
+    """The owner commits an edge client's queued batch with its answer, once: sent again (its
+    answer lost, or its replica dead and the queue restored elsewhere) it is answered from what
+    was stored; sent by a replica that no longer runs the client, it is not made."""
+    url, (_, a_base), (_, b_base) = pair
+    project = "p-" + uuid.uuid4().hex[:8]
+    docs = f"/v1/projects/{project}/databases/(default)/documents"
+    assert _write(a_base, project, 0).status_code == 200  # A owns the database
+    client = "edge-" + uuid.uuid4().hex[:8]
+    on_b = f"{b_base}/clients/{client}"
+    assert requests.put(on_b, json={"project": project, "persistence": "persistent"}, timeout=10).status_code == 200
+    assert requests.post(f"{on_b}:disableNetwork", timeout=10).status_code == 200
+    increment = {"writes": [{"transform": {"document": f"projects/{project}/databases/(default)/documents/c/counter",
+                                           "fieldTransforms": [{"fieldPath": "k", "increment": {"integerValue": "1"}}]}}]}
+    assert requests.post(f"{on_b}{docs}:commit", json=increment, timeout=10).status_code == 200
+    deadline = time.monotonic() + 5
+    while not (row := _psql(url, f"SELECT batch_id || ' ' || local_write_us FROM fg_edge_mutations WHERE client_id = '{client}'")):
+        assert time.monotonic() < deadline, "the queued batch never reached the store"
+        time.sleep(0.05)
+    batch, stamp = row.split()
+    epoch = _psql(url, f"SELECT epoch FROM fg_client_owner WHERE client_id = '{client}'")
+    assert epoch == "1"
+    # B's send of it, as B makes it, reaches A twice (the first answer lost on the way back).
+    commit_on_a = f"{a_base}{docs}:commit"
+    receipt = f"batch {batch} {stamp} {epoch} {client}"
+    first = requests.post(commit_on_a, json=increment, headers=_as_replica(receipt), timeout=10)
+    again = requests.post(commit_on_a, json=increment, headers=_as_replica(receipt), timeout=10)
+    assert first.status_code == 200 and again.status_code == 200, (first.text, again.text)
+    assert again.json() == first.json(), "answered from the receipt"
+    counter = f"{a_base}{docs}/c/counter"
+    assert requests.get(counter, timeout=10).json()["fields"]["k"] == {"integerValue": "1"}
+    assert _psql(url, f"SELECT count(*) FROM fg_edge_mutations WHERE client_id = '{client}'") == "0", "the commit took it off the queue"
+    # A replica that no longer runs the client (an older epoch): refused, nothing written.
+    stale = requests.post(commit_on_a, json=increment, headers=_as_replica(f"batch 99 1 0 {client}"), timeout=10)
+    assert stale.status_code == 503 and stale.json()["error"]["status"] == "UNAVAILABLE", stale.text
+    assert requests.get(counter, timeout=10).json()["fields"]["k"] == {"integerValue": "1"}
+    # The header is taken from replicas only, and must be readable.
+    outside = requests.post(commit_on_a, json=increment, headers={"Firegate-Queued-Write": receipt}, timeout=10)
+    assert outside.status_code == 403 and outside.json()["error"]["status"] == "PERMISSION_DENIED", outside.text
+    garbled = requests.post(commit_on_a, json=increment, headers=_as_replica("batch one"), timeout=10)
+    assert garbled.status_code == 400 and garbled.json()["error"]["status"] == "INVALID_ARGUMENT", garbled.text
+    # The client itself, online, sends the batch it still holds: acknowledged with the stored
+    # answer, the increment counted once.
+    assert requests.post(f"{on_b}:enableNetwork", timeout=10).status_code == 200
+    done = requests.post(f"{on_b}:waitForPendingWrites", params={"timeoutMs": 15000}, timeout=30)
+    assert done.status_code == 200, done.text
+    assert requests.get(f"{on_b}/pendingWrites", timeout=10).json()["writes"] == []
+    assert requests.get(counter, timeout=10).json()["fields"]["k"] == {"integerValue": "1"}
+    assert requests.get(f"{on_b}{docs}/c/counter", timeout=10).json()["fields"]["k"] == {"integerValue": "1"}
+
+
+def test_an_edge_clients_tree_write_sent_to_the_owner_again_is_answered_and_applied_once(pair):
+    url, (_, a_base), (_, b_base) = pair
+    ns = "ns-" + uuid.uuid4().hex[:8]
+    assert requests.put(f"{a_base}/stats.json", params={"ns": ns}, json={"n": 0}, timeout=10).status_code == 200  # A owns it
+    client = "app-" + uuid.uuid4().hex[:8]
+    on_b = f"{b_base}/clients/{client}"
+    assert requests.put(on_b, json={"namespace": ns, "persistence": "persistent"}, timeout=10).status_code == 200
+    assert requests.post(f"{on_b}:disableNetwork", timeout=10).status_code == 200
+    increment = {"n": {".sv": {"increment": 1}}}
+    assert requests.patch(f"{on_b}/stats.json", json=increment, timeout=10).status_code == 200
+    deadline = time.monotonic() + 5
+    while not (row := _psql(url, f"SELECT write_id || ' ' || convert_from(body, 'UTF8') FROM fg_edge_tree_writes WHERE client_id = '{client}'")):
+        assert time.monotonic() < deadline, "the queued write never reached the store"
+        time.sleep(0.05)
+    write_id, body = row.split(" ", 1)
+    stamp = json.loads(body)["stamp"]
+    wire = {"namespace": ns, "path": ["stats"], "operation": "update",
+            "entries": [{"path": ["n"], "value": {".sv": {"increment": 1}}}], "surface": "edge", "client": client}
+    receipt = f"tree {write_id} {stamp} 1 {client}"
+    first = requests.post(f"{a_base}/emulator/v1/replicas:treeWrite", json=wire, headers=_as_replica(receipt), timeout=10)
+    again = requests.post(f"{a_base}/emulator/v1/replicas:treeWrite", json=wire, headers=_as_replica(receipt), timeout=10)
+    assert first.status_code == 200 and again.json() == first.json(), (first.text, again.text)
+    assert requests.get(f"{a_base}/stats/n.json", params={"ns": ns}, timeout=10).json() == 1
+    assert _psql(url, f"SELECT count(*) FROM fg_edge_tree_writes WHERE client_id = '{client}'") == "0"
+    assert requests.post(f"{on_b}:enableNetwork", timeout=10).status_code == 200
+    deadline = time.monotonic() + 10
+    while requests.get(f"{on_b}/pendingWrites", timeout=10).json()["treeWrites"]:
+        assert time.monotonic() < deadline, "the client never heard its write acknowledged"
+        time.sleep(0.05)
+    assert requests.get(f"{a_base}/stats/n.json", params={"ns": ns}, timeout=10).json() == 1
+    assert requests.get(f"{on_b}/stats/n.json", timeout=10).json() == 1

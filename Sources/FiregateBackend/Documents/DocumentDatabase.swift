@@ -275,8 +275,10 @@ public final class DocumentDatabase: Sendable {
         return PendingCommit(result: result, signal: signal)
     }
 
+    /// `receipt`: an edge client's queued batch from another replica, whose answer is stored
+    /// with the commit (see `QueuedWriteReceipt`).
     public func commit(_ writes: [Write], transaction: String? = nil, companion: (any CommitCompanion)? = nil,
-                       judge: (any CommitJudge)? = nil) async throws(FiregateError) -> CommitResult {
+                       judge: (any CommitJudge)? = nil, receipt: QueuedWriteReceipt? = nil) async throws(FiregateError) -> CommitResult {
         guard writes.count <= DocumentLimits.maxWritesPerCommit else {
             throw .invalidArgument("A maximum of 500 writes allowed per request.")
         }
@@ -290,7 +292,7 @@ public final class DocumentDatabase: Sendable {
                     throw DocumentDatabase.contention
                 }
             }
-            return try apply(writes, in: &state, companion: companion, judge: judge)
+            return try apply(writes, in: &state, companion: companion, judge: judge, receipt: receipt)
         } }
         judge?.settle()  // after the lock is released
         let (result, signal) = try locked.get()
@@ -342,7 +344,7 @@ public final class DocumentDatabase: Sendable {
 
     /// Applies writes to the state (all or nothing) and queues them for durability.
     func apply(_ writes: [Write], in state: inout DatabaseState, companion: (any CommitCompanion)? = nil,
-               judge: (any CommitJudge)? = nil) throws(FiregateError) -> (CommitResult, DurabilitySignal) {
+               judge: (any CommitJudge)? = nil, receipt: QueuedWriteReceipt? = nil) throws(FiregateError) -> (CommitResult, DurabilitySignal) {
         if state.recovering {
             throw .unavailable("The database is recovering from a storage failure; retry the write.")
         }
@@ -404,9 +406,11 @@ public final class DocumentDatabase: Sendable {
         }
         let signal = DurabilitySignal()
         let result = CommitResult(commitTime: commitTime, writeResults: results)
+        var receipt = receipt
+        receipt?.answer = JSONWriter.bytes(result.restJSON)
         guard !changes.isEmpty else {
-            if let companion {
-                storage.enqueue(DocumentPersistBatch(database: id, upserts: [], deletes: [], companion: companion)) { signal.complete($0) }
+            if companion != nil || receipt != nil {
+                storage.enqueue(DocumentPersistBatch(database: id, upserts: [], deletes: [], companion: companion, receipt: receipt)) { signal.complete($0) }
             } else {
                 signal.complete(.success(()))
             }
@@ -416,7 +420,8 @@ public final class DocumentDatabase: Sendable {
         let record = CommitRecord(sequence: state.sequence, commitTime: commitTime, changes: changes)
         state.record(record)
         let feed = self.feed
-        storage.enqueue(DocumentPersistBatch(database: id, upserts: upserts, deletes: deletes, companion: companion, commitTime: commitTime)) { [self] outcome in
+        storage.enqueue(DocumentPersistBatch(database: id, upserts: upserts, deletes: deletes, companion: companion, commitTime: commitTime,
+                                             receipt: receipt)) { [self] outcome in
             switch outcome {
             case .success:
                 adoptLogGeneration()

@@ -1,4 +1,5 @@
 import FiregateModel
+import FiregateStore
 import Synchronization
 
 /// On replicas (DESIGN §1.8), commits that must run at the owner of their database: an edge
@@ -6,8 +7,10 @@ import Synchronization
 /// which reaches other replicas, installs the sender.
 public protocol RemoteCommitSender: Sendable {
     /// The owner's answer when another replica owns `database`; nil to commit here. The owner
-    /// judges the writes with `identity`'s rules, as the caller's own.
-    func commit(_ writes: [Write], in database: DatabaseID, as identity: CallIdentity) async throws(FiregateError) -> CommitResult?
+    /// judges the writes with `identity`'s rules, as the caller's own, and commits them once
+    /// per `receipt` (see `QueuedWriteReceipt`).
+    func commit(_ writes: [Write], in database: DatabaseID, as identity: CallIdentity,
+                receipt: QueuedWriteReceipt?) async throws(FiregateError) -> CommitResult?
 }
 
 /// Where the backend finds the sender (none on a store of one process).
@@ -19,9 +22,10 @@ public final class RemoteCommits: Sendable {
     public func install(_ sender: any RemoteCommitSender) { self.sender.withLock { $0 = sender } }
 
     /// The owner's answer, or nil to commit here.
-    public func commit(_ writes: [Write], in database: DatabaseID, as identity: CallIdentity) async throws(FiregateError) -> CommitResult? {
+    public func commit(_ writes: [Write], in database: DatabaseID, as identity: CallIdentity,
+                       receipt: QueuedWriteReceipt?) async throws(FiregateError) -> CommitResult? {
         guard let sender = sender.withLock({ $0 }) else { return nil }
-        return try await sender.commit(writes, in: database, as: identity)
+        return try await sender.commit(writes, in: database, as: identity, receipt: receipt)
     }
 
     public var isInstalled: Bool { sender.withLock { $0 != nil } }

@@ -108,6 +108,10 @@ public final class TreeBackend: Sendable {
             // The owner's lease ran out meanwhile: this replica may take the namespace.
             if let refusal = storage.writeRefusal(namespace: namespace) { throw refusal }
         }
+        // A receipt travels with a write sent to the owner; written here, a write that could
+        // have gone there leaves its client's queue as it does on one replica.
+        var request = request
+        if caller != nil { request.receipt = nil }
         let now = clock.nowMicros() / 1000
         let target = self.namespace(namespace)
         let (outcome, durability) = try await target.write(request, nowMillis: now, pushID: { [self] in nextPushID() }, judge: judge)

@@ -74,15 +74,15 @@ actor TreeNamespace {
                 guard hash == expected else { return (.conflict(current: current, etag: hash), .done()) }
             }
             if let judge { try self.judge(judge, writing: [(request.path, node)]) }
-            return set(node, at: request.path, wantsETag: request.wantsETag || request.ifMatch != nil, pushKey: nil, progress: request.progress)
+            return set(node, at: request.path, wantsETag: request.wantsETag || request.ifMatch != nil, pushKey: nil, checks: request)
         case .push(let value):
             let key = pushID()
             let path = request.path.appending(key)
             let node = try resolve(value, at: path, nowMillis: nowMillis)
             if let judge { try self.judge(judge, writing: [(path, node)]) }
-            return set(node, at: path, wantsETag: request.wantsETag, pushKey: key, progress: request.progress)
+            return set(node, at: path, wantsETag: request.wantsETag, pushKey: key, checks: request)
         case .update(let entries):
-            return try update(entries, at: request.path, nowMillis: nowMillis, judge: judge, progress: request.progress)
+            return try update(entries, at: request.path, nowMillis: nowMillis, judge: judge, checks: request)
         }
     }
 
@@ -96,8 +96,9 @@ actor TreeNamespace {
         }
     }
 
+    /// `checks`: the request whose progress and receipt are stored with the write.
     private func set(_ node: TreeNode, at path: TreePath, wantsETag: Bool, pushKey: String?,
-                     progress: DisconnectProgress?) -> (TreeWriteOutcome, TreeDurability) {
+                     checks: TreeWriteRequest) -> (TreeWriteOutcome, TreeDurability) {
         let nodePath = path.isPriority ? path.parent! : path
         let befores = valuesBefore(changeAt: nodePath)
         let previous = root.node(at: nodePath)
@@ -109,11 +110,18 @@ actor TreeNamespace {
             : TreeStorageEncoding.operations(replacing: [path], in: root)
         let change = TreeChange(path: nodePath, operation: .set(stored))
         let delivery = !path.isPriority || previous != stored ? fanOut(change, befores: befores) : nil
-        let durability = queue.enqueue(TreeStorageBatch(namespace: name, operations: operations, change: change.json, progress: progress),
-                                       delivery: delivery)
         let result = TreeWriteResult(path: nodePath, value: path.isPriority ? stored.priorityNode : stored, entries: [],
                                      pushKey: pushKey, etag: wantsETag ? TreeETag.of(root.node(at: path)) : nil)
+        let durability = queue.enqueue(storageBatch(operations, change, answering: result, checks: checks), delivery: delivery)
         return (.written(result), durability)
+    }
+
+    /// What a write stores: its rows, its change for the log, and what `checks` carries.
+    private func storageBatch(_ operations: [TreeStorageOperation], _ change: TreeChange, answering result: TreeWriteResult,
+                              checks: TreeWriteRequest) -> TreeStorageBatch {
+        var receipt = checks.receipt
+        receipt?.answer = JSONWriter.bytes(TreeWriteWire.outcome(.written(result)))
+        return TreeStorageBatch(namespace: name, operations: operations, change: change.json, progress: checks.progress, receipt: receipt)
     }
 
     /// Asks `judge` about `writes` (each a location and its new node) against the tree as they
@@ -147,7 +155,7 @@ actor TreeNamespace {
     }
 
     private func update(_ entries: [TreeUpdateEntry], at path: TreePath, nowMillis: Int64,
-                        judge: (any TreeWriteJudge)?, progress: DisconnectProgress?) throws -> (TreeWriteOutcome, TreeDurability) {
+                        judge: (any TreeWriteJudge)?, checks: TreeWriteRequest) throws -> (TreeWriteOutcome, TreeDurability) {
         let sorted = entries.map(\.path).sorted { $0.keys.lexicographicallyPrecedes($1.keys) }
         for (a, b) in zip(sorted, sorted.dropFirst()) where a.contains(b) {
             throw TreeUpdateEntry.overlapError(a, b)
@@ -186,9 +194,9 @@ actor TreeNamespace {
         operations = TreeStorageEncoding.operations(replacing: replaced, in: root) + operations
         let change = TreeChange(path: path, operation: .merge(resolved))
         let delivery = fanOut(change, befores: befores)
-        let durability = queue.enqueue(TreeStorageBatch(namespace: name, operations: operations, change: change.json, progress: progress),
-                                       delivery: delivery)
-        return (.written(TreeWriteResult(path: path, value: root.node(at: path), entries: resolved, pushKey: nil, etag: nil)), durability)
+        let result = TreeWriteResult(path: path, value: root.node(at: path), entries: resolved, pushKey: nil, etag: nil)
+        let durability = queue.enqueue(storageBatch(operations, change, answering: result, checks: checks), delivery: delivery)
+        return (.written(result), durability)
     }
 
     /// The current values of the stream locations strictly below `path` (a change there may

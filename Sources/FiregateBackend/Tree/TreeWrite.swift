@@ -50,6 +50,9 @@ public struct TreeWriteRequest: Sendable {
     /// On replicas, a reaper's progress through a dead connection's onDisconnect operations,
     /// stored in the write's own transaction.
     public var progress: DisconnectProgress?
+    /// On replicas, an edge client's queued write sent by the client's replica: stored with
+    /// the write, with its answer, so the write is made once (see `QueuedWriteReceipt`).
+    public var receipt: QueuedWriteReceipt?
 
     public init(path: TreePath, operation: Operation, ifMatch: String? = nil, ifSDKHash: String? = nil, wantsETag: Bool = false) {
         self.path = path

@@ -1,5 +1,6 @@
 import FiregateBackend
 import FiregateModel
+import FiregateStore
 
 /// Writes through the client: applied locally at once (latency compensation), stored
 /// durably first when persistent, sent one at a time in order while connected, and
@@ -47,6 +48,7 @@ extension TreeSync {
         let id = nextWriteID
         nextWriteID += 1
         var write = TreeUserWrite(id: id, path: path, change: change, wire: wire, durable: !persistent)
+        write.stamp = backend.clock.nowMicros()
         if !write.isTransaction { abortTransactions(touching: write) }
         writes.add(write)
         writeStates.pending(id, .pending)
@@ -109,7 +111,8 @@ extension TreeSync {
         do {
             switch write.wire {
             case .set(let json):
-                let request = TreeWriteRequest(path: write.path, operation: .set(try TreeWriteValue.prepare(json, at: write.path)))
+                var request = TreeWriteRequest(path: write.path, operation: .set(try TreeWriteValue.prepare(json, at: write.path)))
+                request.receipt = receipt(write)
                 guard case .written(let result) = try await backend.tree.write(namespace: namespace, request, judge: judge, forwardingAs: rulesCaller()) else {
                     return nil
                 }
@@ -119,8 +122,9 @@ extension TreeSync {
                 for (relative, json) in entries {
                     prepared.append(TreeUpdateEntry(path: relative, value: try TreeWriteValue.prepare(json, at: write.path.appending(relative))))
                 }
-                guard case .written(let result) = try await backend.tree.write(namespace: namespace, TreeWriteRequest(path: write.path, operation: .update(prepared)),
-                                                                               judge: judge, forwardingAs: rulesCaller()) else {
+                var request = TreeWriteRequest(path: write.path, operation: .update(prepared))
+                request.receipt = receipt(write)
+                guard case .written(let result) = try await backend.tree.write(namespace: namespace, request, judge: judge, forwardingAs: rulesCaller()) else {
                     return nil
                 }
                 return .acknowledged(write.id, .merge(path: write.path, entries: result.entries))
@@ -141,12 +145,18 @@ extension TreeSync {
             guard let next = transaction.apply(to: current) else {
                 return .acknowledged(write.id, .transaction(path: write.path, committed: false, value: current))
             }
-            let request = TreeWriteRequest(path: write.path, operation: .set(.node(next)), ifMatch: TreeETag.of(current))
+            var request = TreeWriteRequest(path: write.path, operation: .set(.node(next)), ifMatch: TreeETag.of(current))
+            request.receipt = receipt(write)
             if case .written(let result) = try await backend.tree.write(namespace: namespace, request, judge: judge, forwardingAs: rulesCaller()) {
                 return .acknowledged(write.id, .transaction(path: write.path, committed: true, value: result.value))
             }
         }
         return .failed(write.id, FiregateError(.aborted, "maxretry: the transaction was retried \(TreeTransaction.maxRetries) times without succeeding."))
+    }
+
+    /// What makes `write` apply once when it goes to another replica owning the namespace.
+    private func receipt(_ write: TreeUserWrite) -> QueuedWriteReceipt {
+        QueuedWriteReceipt(client: clientID, kind: .tree, id: write.id, stamp: write.stamp)
     }
 
     /// The judge of a request the client sends now, or nil when the rules do not judge it.
@@ -276,8 +286,11 @@ extension TreeUserWrite {
     static func restored(_ body: JSON, local: LocalTreeValues) throws(FiregateError) -> TreeUserWrite {
         guard let id = body["id"]?.integerLike, let text = body["path"]?.stringValue else { throw .invalidArgument("Damaged stored write.") }
         let path = TreePath(keys: text.isEmpty ? [] : text.split(separator: "/", omittingEmptySubsequences: false).map(String.init))
+        let stamp = body["stamp"]?.integerLike ?? 0
         if let value = body["set"] {
-            return TreeUserWrite(id: id, path: path, change: .set(try local.decode(value, at: path)), wire: .set(value), durable: true)
+            var write = TreeUserWrite(id: id, path: path, change: .set(try local.decode(value, at: path)), wire: .set(value), durable: true)
+            write.stamp = stamp
+            return write
         }
         guard case .object(let members)? = body["merge"] else { throw .invalidArgument("Damaged stored write.") }
         var wire: [(TreePath, JSON)] = []
@@ -287,6 +300,8 @@ extension TreeUserWrite {
             wire.append((relative, value))
             applied.append(TreePatchEntry(path: relative, node: try local.decode(value, at: path.appending(relative))))
         }
-        return TreeUserWrite(id: id, path: path, change: .merge(applied), wire: .merge(wire), durable: true)
+        var write = TreeUserWrite(id: id, path: path, change: .merge(applied), wire: .merge(wire), durable: true)
+        write.stamp = stamp
+        return write
     }
 }

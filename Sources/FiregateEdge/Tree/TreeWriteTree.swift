@@ -25,18 +25,21 @@ struct TreeUserWrite: Sendable {
     var durable: Bool
     /// Handed to the backend; its answer has not been applied yet.
     var sent = false
+    /// When it was made (µs): with `id`, what tells it apart from a write of a reused id once
+    /// a restart reuses ids (`QueuedWriteReceipt.stamp`); 0 for one stored without it.
+    var stamp: Int64 = 0
 
     var isTransaction: Bool {
         if case .transaction = wire { return true }
         return false
     }
 
-    /// The wire form as stored in the client's queue: `{"id","path","set"}` or `{…,"merge":{…}}`.
+    /// The wire form as stored in the client's queue: `{"id","stamp","path","set"}` or `{…,"merge":{…}}`.
     var stored: JSON? {
         switch wire {
-        case .set(let value): return ["id": .int(id), "path": .string(path.joined), "set": value]
+        case .set(let value): return ["id": .int(id), "stamp": .int(stamp), "path": .string(path.joined), "set": value]
         case .merge(let entries):
-            return ["id": .int(id), "path": .string(path.joined), "merge": .members(entries.map { ($0.0.joined, $0.1) })]
+            return ["id": .int(id), "stamp": .int(stamp), "path": .string(path.joined), "merge": .members(entries.map { ($0.0.joined, $0.1) })]
         case .transaction: return nil
         }
     }

@@ -1,5 +1,6 @@
 import FiregateBackend
 import FiregateModel
+import FiregateStore
 
 /// The Firestore RPCs as request-message JSON in, response JSON out. REST's routes and the
 /// gRPC handlers both call these, so the two surfaces share one behaviour, one set of limits
@@ -173,14 +174,15 @@ enum DocumentCalls {
         return try items.map { item throws(FiregateError) in try Write(json: item, database: database.id) }
     }
 
-    static func commit(_ database: DocumentDatabase, _ body: JSON, judge: DocumentRulesJudge?) async throws(FiregateError) -> JSON {
+    static func commit(_ database: DocumentDatabase, _ body: JSON, judge: DocumentRulesJudge?,
+                       receipt: QueuedWriteReceipt? = nil) async throws(FiregateError) -> JSON {
         let writes = try parseWrites(body, database)
         var transaction: String?
         if let tx = body.member("transaction"), tx != .null {
             guard let id = tx.stringValue else { throw .invalidArgument("transaction must be a base64 string.") }
             if !id.isEmpty { transaction = id }
         }
-        return try await database.commit(writes, transaction: transaction, judge: judge).json
+        return try await database.commit(writes, transaction: transaction, judge: judge, receipt: receipt).restJSON
     }
 
     /// BatchWrite: each write on its own, with a status per write.
@@ -192,7 +194,7 @@ enum DocumentCalls {
         for result in results {
             switch result {
             case .success(let writeResult):
-                writeResults.append(writeResult.json)
+                writeResults.append(writeResult.restJSON)
                 statuses.append([:])
             case .failure(let error):
                 writeResults.append([:])

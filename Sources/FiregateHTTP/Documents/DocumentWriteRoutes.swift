@@ -1,5 +1,6 @@
 import FiregateBackend
 import FiregateModel
+import FiregateStore
 import Hummingbird
 
 /// createDocument, patch, delete, commit, batchWrite, beginTransaction and rollback.
@@ -26,8 +27,16 @@ extension DocumentRoutes {
         return JSONResponse.make([:])
     }
 
+    /// A commit; one carrying an edge client's queued batch from another replica commits once
+    /// (`QueuedWrites`).
     func commit(_ database: DocumentDatabase, _ request: Request, _ judge: DocumentRulesJudge?) async throws(FiregateError) -> Response {
-        JSONResponse.make(try await DocumentCalls.commit(database, try await request.jsonObjectBody(), judge: judge))
+        let body = try await request.jsonObjectBody()
+        guard let receipt = try QueuedWrites.receipt(request.headers, forwarding: forwarding), let forwarding else {
+            return JSONResponse.make(try await DocumentCalls.commit(database, body, judge: judge))
+        }
+        return JSONResponse.make(try await forwarding.queuedWrites.answer(receipt, directory: forwarding.directory) { () throws(FiregateError) in
+            try await DocumentCalls.commit(database, body, judge: judge, receipt: receipt)
+        })
     }
 
     func batchWrite(_ database: DocumentDatabase, _ request: Request, _ judge: DocumentRulesJudge?) async throws(FiregateError) -> Response {
@@ -41,24 +50,5 @@ extension DocumentRoutes {
     func rollback(_ database: DocumentDatabase, _ request: Request) async throws(FiregateError) -> Response {
         try DocumentCalls.rollback(database, try await request.jsonObjectBody())
         return JSONResponse.make([:])
-    }
-}
-
-extension CommitResult {
-    /// `{"writeResults":[…],"commitTime":…}`; an empty list is left out, as proto3 JSON does.
-    var json: JSON {
-        var result: JSON = [:]
-        if !writeResults.isEmpty { result = result.withMember("writeResults", .array(writeResults.map(\.json))) }
-        return result.withMember("commitTime", .string(commitTime.rfc3339))
-    }
-}
-
-extension WriteResult {
-    /// `{"updateTime":…,"transformResults":[…]}`; `{}` for a delete.
-    var json: JSON {
-        var result: JSON = [:]
-        if let updateTime { result = result.withMember("updateTime", .string(updateTime.rfc3339)) }
-        if let transformResults { result = result.withMember("transformResults", .array(transformResults.map(\.json))) }
-        return result
     }
 }

@@ -84,7 +84,7 @@ struct ClientDataRoutes {
                 ])
             }
             return try await write(writes, params) { state in
-                if case .acknowledged(let result)? = state { return result.json }
+                if case .acknowledged(let result)? = state { return result.restJSON }
                 return ["writeResults": .array(writes.map { _ in [:] })]
             }
         case (.post, "beginTransaction"), (.post, "rollback"), (.post, "batchGet"), (.post, "runAggregationQuery"), (.post, "listCollectionIds"):

@@ -62,7 +62,7 @@ extension ConnectionFastPath {
                 var answer: Answer
                 switch outcome {
                 case .success(let result):
-                    answer = Answer(status: .ok, body: JSONWriter.bytes(result.json), surface: .documents, method: "POST", decision: decision)
+                    answer = Answer(status: .ok, body: JSONWriter.bytes(result.restJSON), surface: .documents, method: "POST", decision: decision)
                 case .failure(let error):
                     answer = Answer(status: HTTPResponse.Status(code: error.httpStatus), body: JSONWriter.bytes(JSON.errorBody(error)),
                                     surface: .documents, method: "POST", decision: decision)

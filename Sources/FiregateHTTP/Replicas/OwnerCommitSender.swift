@@ -1,36 +1,35 @@
 import FiregateBackend
 import FiregateModel
+import FiregateStore
 
 /// Sends an edge client's batch to the owner of its database as a REST commit (DESIGN §1.8).
 /// It carries the client's identity as a bearer token, so the owner judges it by the rules as
-/// the client's own. The owner commits it; the batch then leaves the client's queue here, after the answer, so a
-/// replica dying in between sends it again: at least once, as the SDK does after a lost ack.
+/// the client's own, and the batch's `QueuedWriteReceipt` with the epoch this replica runs the
+/// client at: the owner commits it once, and answers a batch sent again (its answer lost, or
+/// this replica dead and the queue restored on another) from what it stored with the commit.
 struct OwnerCommitSender: RemoteCommitSender {
     let forwarding: OwnerForwarding
 
-    func commit(_ writes: [Write], in database: DatabaseID, as identity: CallIdentity) async throws(FiregateError) -> CommitResult? {
+    func commit(_ writes: [Write], in database: DatabaseID, as identity: CallIdentity,
+                receipt: QueuedWriteReceipt?) async throws(FiregateError) -> CommitResult? {
         guard let target = try forwarding.target(.documents(project: database.project, database: database.database)) else { return nil }
         let answer = try await forwarding.call(.POST, FirestoreGRPCService.restURI(database, verb: "commit"),
                                                json: ["writes": .array(writes.map { $0.json(database: database) })],
-                                               authorization: identity.bearerToken.map { "Bearer \($0)" }, to: target)
-        return try Self.result(answer)
+                                               authorization: identity.bearerToken.map { "Bearer \($0)" },
+                                               receipt: try forwarding.stamped(receipt), to: target)
+        return try CommitResult(restJSON: answer)
     }
+}
 
-    /// A REST CommitResponse as the engine's result.
-    static func result(_ json: JSON) throws(FiregateError) -> CommitResult {
-        guard let time = json.member("commitTime")?.stringValue.flatMap(Timestamp.init(rfc3339:)) else {
-            throw .internal("The owner's commit answer has no commitTime.")
+extension OwnerForwarding {
+    /// `receipt` with the epoch this replica runs its client at; UNAVAILABLE when it no longer
+    /// runs it (the write is the next owner's to send).
+    func stamped(_ receipt: QueuedWriteReceipt?) throws(FiregateError) -> QueuedWriteReceipt? {
+        guard var receipt else { return nil }
+        guard let epoch = directory.clientEpoch(receipt.client) else {
+            throw FiregateError(.unavailable, "Edge client \(receipt.client) no longer runs on replica \(directory.replicaID); its write was not sent.")
         }
-        var results: [WriteResult] = []
-        for item in json.member("writeResults")?.arrayValue ?? [] {
-            let updateTime = item.member("updateTime")?.stringValue.flatMap(Timestamp.init(rfc3339:))
-            var transforms: [Value]?
-            if let values = item.member("transformResults")?.arrayValue {
-                transforms = []
-                for value in values { transforms?.append(try Value(json: value)) }
-            }
-            results.append(WriteResult(updateTime: updateTime, transformResults: transforms))
-        }
-        return CommitResult(commitTime: time, writeResults: results)
+        receipt.epoch = epoch
+        return receipt
     }
 }

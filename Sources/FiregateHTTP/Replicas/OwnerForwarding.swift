@@ -17,6 +17,8 @@ struct OwnerForwarding: Sendable {
     /// `--cluster-secret`: what a forwarded request must carry (none configured: none).
     let secret: String?
     var client = ForwardingClient()
+    /// Edge clients' queued writes being committed here for other replicas.
+    let queuedWrites = QueuedWrites()
 
     static let forwardedBy = HTTPField.Name("Firegate-Forwarded-By")!
     static let secretField = HTTPField.Name("Firegate-Cluster-Secret")!
@@ -117,11 +119,13 @@ struct OwnerForwarding: Sendable {
 
     /// A REST call on `owner` standing for a gRPC call: its JSON answer, or its error as the
     /// owner gave it (status and message).
-    func call(_ method: HTTPMethod, _ uri: String, json: JSON?, authorization: String?, to target: Target) async throws(FiregateError) -> JSON {
+    func call(_ method: HTTPMethod, _ uri: String, json: JSON?, authorization: String?, receipt: QueuedWriteReceipt? = nil,
+              to target: Target) async throws(FiregateError) -> JSON {
         let owner = target.owner
         var headers = HTTPHeaders()
         headers.add(name: "Content-Type", value: "application/json")
         if let authorization { headers.add(name: "Authorization", value: authorization) }
+        if let receipt { headers.add(name: QueuedWrites.header.rawName, value: receipt.header) }
         let body = ByteBuffer(bytes: json.map { JSONWriter.bytes($0) } ?? [])
         let answer = try await exchange(method, uri, headers: headers, body: body, to: target)
         let parsed = try? JSONParser.parse(answer.body.readableBytesView)

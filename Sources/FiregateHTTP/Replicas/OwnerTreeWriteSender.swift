@@ -15,7 +15,8 @@ struct OwnerTreeWriteSender: RemoteTreeWriteSender {
     func write(namespace: String, _ request: TreeWriteRequest, as caller: RulesCaller) async throws(FiregateError) -> TreeWriteOutcome? {
         guard let target = try forwarding.target(.tree(namespace: namespace)) else { return nil }
         let answer = try await forwarding.call(.POST, Self.uri, json: TreeWriteWire.request(namespace: namespace, request, caller: caller),
-                                               authorization: caller.identity.bearerToken.map { "Bearer \($0)" }, to: target)
+                                               authorization: caller.identity.bearerToken.map { "Bearer \($0)" },
+                                               receipt: try forwarding.stamped(request.receipt), to: target)
         return try TreeWriteWire.outcome(answer)
     }
 }
@@ -31,17 +32,26 @@ struct ReplicaTreeWriteRoute {
         guard let forwarding, try forwarding.isForwarded(request.headers) else {
             throw FiregateError(.permissionDenied, "\(OwnerTreeWriteSender.uri) takes tree writes from other replicas only.")
         }
-        let (namespace, write, surface, client) = try TreeWriteWire.request(try await request.jsonObjectBody())
+        var (namespace, write, surface, client) = try TreeWriteWire.request(try await request.jsonObjectBody())
         let caller = RulesCaller(identity: CallIdentity(authorization: request.headers[.authorization]), surface: surface, client: client)
-        let outcome: TreeWriteOutcome
-        do {
-            outcome = try await backend.tree.write(namespace: namespace, write, judge: backend.rules.treeJudge(namespace, caller: caller))
-        } catch let error as FiregateError {
-            throw error
-        } catch {
-            throw .internal("The tree write failed: \(error)")
+        write.receipt = try QueuedWrites.receipt(request.headers, forwarding: forwarding)
+        let backend = backend
+        let run = { () async throws(FiregateError) -> JSON in
+            do {
+                return TreeWriteWire.outcome(try await backend.tree.write(namespace: namespace, write, judge: backend.rules.treeJudge(namespace, caller: caller)))
+            } catch let error as FiregateError {
+                throw error
+            } catch {
+                throw .internal("The tree write failed: \(error)")
+            }
         }
-        var response = JSONResponse.make(TreeWriteWire.outcome(outcome))
+        // An edge client's queued write is made once, however often its replica sends it.
+        let answer = if let receipt = write.receipt {
+            try await forwarding.queuedWrites.answer(receipt, directory: forwarding.directory, commit: run)
+        } else {
+            try await run()
+        }
+        var response = JSONResponse.make(answer)
         forwarding.mark(&response, answering: request.headers, scope: .tree(namespace: namespace))
         return response
     }

@@ -10,14 +10,18 @@ public struct DocumentPersistBatch: Sendable {
     public let companion: (any CommitCompanion)?
     /// The commit's time (a commit log records it; nil for a batch that changes no document).
     public let commitTime: Timestamp?
+    /// An edge client's queued batch sent from another replica, stored with the commit or the
+    /// commit is not made (see `QueuedWriteReceipt`; a store of one process never gets one).
+    public let receipt: QueuedWriteReceipt?
 
     public init(database: DatabaseID, upserts: [Document], deletes: [ResourcePath], companion: (any CommitCompanion)? = nil,
-                commitTime: Timestamp? = nil) {
+                commitTime: Timestamp? = nil, receipt: QueuedWriteReceipt? = nil) {
         self.database = database
         self.upserts = upserts
         self.deletes = deletes
         self.companion = companion
         self.commitTime = commitTime
+        self.receipt = receipt
     }
 }
 

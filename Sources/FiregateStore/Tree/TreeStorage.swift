@@ -59,11 +59,16 @@ public struct TreeStorageBatch: Sendable, Equatable {
     public var change: JSON?
     /// A reaper's progress, stored with the write (see `DisconnectProgress`).
     public var progress: DisconnectProgress?
+    /// An edge client's queued write from another replica, stored with the write or the write
+    /// is not made (see `QueuedWriteReceipt`).
+    public var receipt: QueuedWriteReceipt?
 
-    public init(namespace: String, operations: [TreeStorageOperation], change: JSON? = nil, progress: DisconnectProgress? = nil) {
+    public init(namespace: String, operations: [TreeStorageOperation], change: JSON? = nil, progress: DisconnectProgress? = nil,
+                receipt: QueuedWriteReceipt? = nil) {
         self.namespace = namespace
         self.operations = operations
         self.change = change
         self.progress = progress
+        self.receipt = receipt
     }
 }
