@@ -114,7 +114,7 @@ let package = Package(
         .testTarget(name: "FiregateModelTests", dependencies: ["FiregateTestSupport", "FiregateModel"]),
         .testTarget(name: "FiregateRulesTests", dependencies: ["FiregateTestSupport", "FiregateRules", "FiregateModel"], exclude: ["FuzzCorpus"]),
         .testTarget(name: "FiregatePostgresTests", dependencies: [
-            "FiregatePostgres", "FiregateStore", "FiregateModel",
+            "FiregatePostgres", "FiregateStore", "FiregateModel", "FiregateBackend",
             .product(name: "PostgresNIO", package: "postgres-nio"),
         ]),
         .testTarget(name: "FiregateProtoTests", dependencies: ["FiregateProto", "FiregateModel"]),

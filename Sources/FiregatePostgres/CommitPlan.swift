@@ -105,14 +105,16 @@ struct CommitPlan {
                     let path = document.path.canonical
                     rows[[scope, PostgresText.stored(path)]] = Upsert(scope: scope, path: PostgresText.stored(path), fields: ByteBuffer(bytes: JSONWriter.bytes(fields)),
                                                  createUs: document.createTime.microseconds, updateUs: document.updateTime.microseconds)
-                    written.append(.object(["path": .string(path), "fields": fields,
-                                            "createUs": .int(document.createTime.microseconds), "updateUs": .int(document.updateTime.microseconds)]))
+                    written.append(Self.logged(document, path: path, fields: fields))
                 }
                 for path in batch.deletes { rows[[scope, PostgresText.stored(path.canonical)]] = .some(nil) }
                 // A batch that changes no document (a companion alone) is no commit of the
                 // scope: no log row, as the engine's memory counts no commit for it.
                 if batch.upserts.isEmpty && batch.deletes.isEmpty { continue }
-                let body = JSON.object(["documents": .array(written), "deleted": .array(batch.deletes.map { .string($0.canonical) })])
+                // The before-images let a replica that loads the database later undo the commit.
+                let befores = batch.befores.map { Self.logged($0, path: $0.path.canonical, fields: Value.fieldsJSON($0.fields)) }
+                let body = JSON.object(["documents": .array(written), "deleted": .array(batch.deletes.map { .string($0.canonical) }),
+                                        "before": .array(befores)])
                 log.append(LogRow(scope: scope, seq: nextSeq(scope, at: time), commitUs: time, body: ByteBuffer(bytes: JSONWriter.bytes(body))))
             case .tree(let batches, _):
                 for batch in batches {
@@ -135,6 +137,14 @@ struct CommitPlan {
         heads = oldSeq.keys.sorted().map { scope in
             Head(scope: scope, oldSeq: oldSeq[scope]!, newSeq: newSeq[scope]!, commitUs: commitUs[scope]!, epoch: epochs[scope]!)
         }
+    }
+}
+
+extension CommitPlan {
+    /// A document as a log row holds it (`PostgresTail.document` reads it back).
+    static func logged(_ document: Document, path: String, fields: JSON) -> JSON {
+        .object(["path": .string(path), "fields": fields,
+                 "createUs": .int(document.createTime.microseconds), "updateUs": .int(document.updateTime.microseconds)])
     }
 }
 

@@ -40,6 +40,24 @@ public struct PostgresDocumentStorage: DocumentStorage {
         return LogPosition(generation: PostgresStore.generation(of: scope, stored: hold.generation), seq: hold.seq)
     }
 
+    public func loggedCommits(_ id: DatabaseID, through seq: Int64) -> [LoggedDocumentCommit] {
+        let scope = PostgresStore.scope(id)
+        let rows = try? store.readOnce { session throws(FiregateError) in
+            try session.query("SELECT seq, commit_us, body FROM fg_log WHERE scope = \(scope) AND seq <= \(seq) ORDER BY seq").rows
+        }
+        var commits: [LoggedDocumentCommit] = []
+        for row in rows ?? [] {
+            guard let (rowSeq, commitUs, body) = try? decode(row, (Int64, Int64, ByteBuffer).self), let entry = try? json(body) else { return [] }
+            // A clear, or a row logged without before-images, cannot be undone: history starts after it.
+            guard entry["clear"] == nil, entry["before"] != nil, let commit = try? PostgresTail.loggedCommit(entry, seq: rowSeq, commitUs: commitUs) else {
+                commits.removeAll()
+                continue
+            }
+            commits.append(commit)
+        }
+        return commits
+    }
+
     public func writeRefusal(_ id: DatabaseID) -> FiregateError? {
         store.writeRefusal(.documents(project: id.project, database: id.database))
     }

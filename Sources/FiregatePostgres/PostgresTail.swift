@@ -118,15 +118,26 @@ final class PostgresTail: Sendable {
     /// A document log row as the engine applies it.
     static func change(_ body: JSON, at position: LogPosition, commitUs: Int64) throws(FiregateError) -> ReplicatedDocumentChange {
         if body["clear"] != nil { return .clear(position) }
-        var upserts: [Document] = []
-        for item in body["documents"]?.arrayValue ?? [] {
-            guard let path = item["path"]?.stringValue, let created = item["createUs"]?.integerLike, let updated = item["updateUs"]?.integerLike else {
-                throw FiregateError(.dataLoss, "A commit-log row is damaged: \(JSONWriter.string(item))")
+        let logged = try loggedCommit(body, seq: position.seq, commitUs: commitUs)
+        return .commit(upserts: logged.upserts, deletes: logged.deletes, commitTime: logged.commitTime, seq: position.seq)
+    }
+
+    /// A document log row read back whole; its before-images are empty in a row from before
+    /// they were logged (`"before"` absent).
+    static func loggedCommit(_ body: JSON, seq: Int64, commitUs: Int64) throws(FiregateError) -> LoggedDocumentCommit {
+        func documents(_ key: String) throws(FiregateError) -> [Document] {
+            var result: [Document] = []
+            for item in body[key]?.arrayValue ?? [] {
+                guard let path = item["path"]?.stringValue, let created = item["createUs"]?.integerLike, let updated = item["updateUs"]?.integerLike else {
+                    throw FiregateError(.dataLoss, "A commit-log row is damaged: \(JSONWriter.string(item))")
+                }
+                result.append(Document(path: ResourcePath(ResourcePath.segments(of: path)), fields: try Value.parseFields(item["fields"]),
+                                       createTime: Timestamp(microseconds: created), updateTime: Timestamp(microseconds: updated)))
             }
-            upserts.append(Document(path: ResourcePath(ResourcePath.segments(of: path)), fields: try Value.parseFields(item["fields"]),
-                                    createTime: Timestamp(microseconds: created), updateTime: Timestamp(microseconds: updated)))
+            return result
         }
         let deletes = (body["deleted"]?.arrayValue ?? []).compactMap(\.stringValue).map { ResourcePath(ResourcePath.segments(of: $0)) }
-        return .commit(upserts: upserts, deletes: deletes, commitTime: Timestamp(microseconds: commitUs), seq: position.seq)
+        return LoggedDocumentCommit(seq: seq, commitTime: Timestamp(microseconds: commitUs), upserts: try documents("documents"), deletes: deletes,
+                                    befores: try documents("before"))
     }
 }

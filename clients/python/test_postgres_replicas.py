@@ -899,3 +899,36 @@ def test_an_edge_clients_tree_write_sent_to_the_owner_again_is_answered_and_appl
         time.sleep(0.05)
     assert requests.get(f"{a_base}/stats/n.json", params={"ns": ns}, timeout=10).json() == 1
     assert requests.get(f"{on_b}/stats/n.json", timeout=10).json() == 1
+
+
+def test_a_replica_that_loads_the_database_later_resumes_a_token_from_before(pair, tmp_path):
+    """A replica that starts after the token was given, and the owner restarted, take the commit
+    log's window as their history: the token resumes there with only the changes since."""
+    url, (a, a_base), _ = pair
+    project = "p-" + uuid.uuid4().hex[:8]
+    docs = f"/v1/projects/{project}/databases/(default)/documents"
+    query = {"from": [{"collectionId": "c"}], "orderBy": [{"field": {"fieldPath": "n"}}]}
+    for name, n in (("a", 1), ("b", 2), ("d", 3)):
+        assert requests.patch(f"{a_base}{docs}/c/{name}", json={"fields": {"n": {"integerValue": str(n)}}}, timeout=10).status_code == 200
+    token = _listen_events(a_base, docs, query)[0].id
+    doc_token = _listen_events(a_base, docs)[0].id
+    assert requests.patch(f"{a_base}{docs}/c/d", json={"fields": {"n": {"integerValue": "0"}}}, timeout=10).status_code == 200
+    assert requests.patch(f"{a_base}{docs}/c/e", json={"fields": {"n": {"integerValue": "9"}}}, timeout=10).status_code == 200
+    assert requests.delete(f"{a_base}{docs}/c/b", timeout=10).status_code == 200
+    late = _replica(url, "c", tmp_path / "c")
+    try:
+        stop_server(a)
+        restarted = _replica(url, "a", tmp_path / "a-again")
+        try:
+            for base in (late[1], restarted[1]):
+                body = _listen_events(base, docs, query, last_event_id=token)[0].json()
+                assert "reset" not in body, body
+                changes = sorted((c["type"], c["document"]["name"].rsplit("/", 1)[1]) for c in body["changes"])
+                assert changes == [("added", "e"), ("modified", "d"), ("removed", "b")], body["changes"]
+                assert [d["name"].rsplit("/", 1)[1] for d in body["documents"]] == ["d", "a", "e"]
+                document = _listen_events(base, docs, last_event_id=doc_token)[0].json()
+                assert "reset" not in document and document["document"]["fields"]["n"] == {"integerValue": "0"}, document
+        finally:
+            stop_server(restarted[0])
+    finally:
+        stop_server(late[0])

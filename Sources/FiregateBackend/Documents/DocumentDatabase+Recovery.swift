@@ -55,12 +55,15 @@ extension DocumentDatabase {
     /// documents stand.
     func replaceState(with documents: [Document], ending reason: FiregateError, at position: LogPosition? = nil) {
         if let position { epoch.withLock { $0 = position.generation } }
+        // Read before the lock: readers of the database do not wait for the store.
+        let logged = position.map { storage.loggedCommits(id, through: $0.seq) } ?? []
         let waiting = state.withLock { state in
             let waiting = state.afterReload
             var fresh = DatabaseState()
             fresh.sequence = position?.seq ?? state.sequence + 1
             fresh.prunedThrough = clock.now()
             for document in documents { fresh.put(document) }
+            if let position { DocumentDatabase.installLoggedHistory(&fresh, logged, through: position.seq) }
             state = fresh
             return waiting
         }
@@ -107,5 +110,44 @@ extension DocumentDatabase {
             feed.publish(record)
             operations?.record(.commit(database: id, commitTime: commitTime, documents: record.changes.map(\.path)))
         }
+    }
+
+    /// On a shared store: the log's commits up to the loaded position become the history, so
+    /// read times and resume tokens from before this replica loaded the database (or before it
+    /// restarted) work here as on the replica that made them. The history must end exactly at
+    /// the loaded state; a log that does not reach it leaves none.
+    static func installLoggedHistory(_ state: inout DatabaseState, _ commits: [LoggedDocumentCommit], through seq: Int64) {
+        guard let last = commits.last, last.seq == seq else { return }
+        let pruned = state.prunedThrough
+        state.prunedThrough = nil
+        // Equal versions share one copy (the loaded documents, an earlier commit's after-image),
+        // so the history costs what the writer's does.
+        var known: [ResourcePath: Document] = [:]
+        func shared(_ document: Document) -> Document {
+            for candidate in [known[document.path], state.documents[document.path]?.document] {
+                if let candidate, candidate == document { return candidate }
+            }
+            return document
+        }
+        for commit in commits {
+            var befores: [ResourcePath: Document] = [:]
+            for document in commit.befores { befores[document.path] = shared(document) }
+            var changes: [DocumentChange] = []
+            for document in commit.upserts {
+                let after = shared(document)
+                known[after.path] = after
+                changes.append(DocumentChange(path: after.path, before: befores[after.path], after: after))
+            }
+            for path in commit.deletes {
+                known[path] = nil
+                changes.append(DocumentChange(path: path, before: befores[path], after: nil))
+            }
+            state.record(CommitRecord(sequence: commit.seq, commitTime: commit.commitTime, changes: changes))
+        }
+        // Reads before the first commit kept are refused, as after a prune.
+        if state.prunedThrough == nil, let first = state.history.first {
+            state.prunedThrough = Timestamp(microseconds: first.commitTime.microseconds - 1)
+        }
+        if state.history.isEmpty { state.prunedThrough = pruned }
     }
 }

@@ -34,7 +34,10 @@ public final class DocumentDatabase: Sendable {
             // Loaded documents come without their history: refuse reads of earlier times.
             if !documents.isEmpty { state.prunedThrough = clock.now() }
             // On a shared store, commits count as the log does, so tokens mean the same everywhere.
-            if let position = storage.position(id) { state.sequence = position.seq }
+            if let position = storage.position(id) {
+                state.sequence = position.seq
+                DocumentDatabase.installLoggedHistory(&state, storage.loggedCommits(id, through: position.seq), through: position.seq)
+            }
         }
         if let position = storage.position(id) { epoch.withLock { $0 = position.generation } }
     }
@@ -391,11 +394,13 @@ public final class DocumentDatabase: Sendable {
         var changes: [DocumentChange] = []
         var upserts: [Document] = []
         var deletes: [ResourcePath] = []
+        var befores: [Document] = []
         for path in order {
             let before = state.documents[path]?.document
             let after = working[path]!
             guard before != after else { continue }
             changes.append(DocumentChange(path: path, before: before, after: after))
+            if let before { befores.append(before) }
             if let after {
                 state.put(after, rulesResource: judgedAfter.isEmpty ? nil : judgedAfter[path])
                 upserts.append(after)
@@ -421,7 +426,7 @@ public final class DocumentDatabase: Sendable {
         state.record(record)
         let feed = self.feed
         storage.enqueue(DocumentPersistBatch(database: id, upserts: upserts, deletes: deletes, companion: companion, commitTime: commitTime,
-                                             receipt: receipt)) { [self] outcome in
+                                             receipt: receipt, befores: befores)) { [self] outcome in
             switch outcome {
             case .success:
                 adoptLogGeneration()
@@ -480,25 +485,5 @@ public enum ListedDocument: Sendable {
         case .found(let doc): doc.path
         case .missing(let path): path
         }
-    }
-}
-
-public struct WriteResult: Sendable, Equatable {
-    public let updateTime: Timestamp?
-    public let transformResults: [Value]?
-
-    public init(updateTime: Timestamp?, transformResults: [Value]?) {
-        self.updateTime = updateTime
-        self.transformResults = transformResults
-    }
-}
-
-public struct CommitResult: Sendable, Equatable {
-    public let commitTime: Timestamp
-    public let writeResults: [WriteResult]
-
-    public init(commitTime: Timestamp, writeResults: [WriteResult]) {
-        self.commitTime = commitTime
-        self.writeResults = writeResults
     }
 }

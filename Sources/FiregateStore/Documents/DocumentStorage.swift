@@ -6,6 +6,10 @@ public struct DocumentPersistBatch: Sendable {
     public let database: DatabaseID
     public let upserts: [Document]
     public let deletes: [ResourcePath]
+    /// What the changed documents were before the commit (those that existed): a shared store's
+    /// log keeps them, so a replica that loads the database later can undo its commits as the
+    /// writer could (read times, resume tokens).
+    public let befores: [Document]
     /// Work of another component to make durable in the same transaction (see `CommitCompanion`).
     public let companion: (any CommitCompanion)?
     /// The commit's time (a commit log records it; nil for a batch that changes no document).
@@ -15,10 +19,11 @@ public struct DocumentPersistBatch: Sendable {
     public let receipt: QueuedWriteReceipt?
 
     public init(database: DatabaseID, upserts: [Document], deletes: [ResourcePath], companion: (any CommitCompanion)? = nil,
-                commitTime: Timestamp? = nil, receipt: QueuedWriteReceipt? = nil) {
+                commitTime: Timestamp? = nil, receipt: QueuedWriteReceipt? = nil, befores: [Document] = []) {
         self.database = database
         self.upserts = upserts
         self.deletes = deletes
+        self.befores = befores
         self.companion = companion
         self.commitTime = commitTime
         self.receipt = receipt
@@ -43,6 +48,9 @@ public protocol DocumentStorage: Sendable {
     func loadDatabase(_ id: DatabaseID) throws -> [Document]
     func follow(_ apply: @escaping @Sendable (DatabaseID, ReplicatedDocumentChange) -> Void)
     func position(_ id: DatabaseID) -> LogPosition?
+    /// On a shared store, the logged commits of a database up to `seq` that can be undone (the
+    /// log's window since the last clear, each with its before-images), oldest first.
+    func loggedCommits(_ id: DatabaseID, through seq: Int64) -> [LoggedDocumentCommit]
     func writeRefusal(_ id: DatabaseID) -> FiregateError?
 }
 
@@ -54,6 +62,24 @@ public enum ReplicatedDocumentChange: Sendable {
     case clear(LogPosition)
     /// The follower fell behind what the log keeps: these are the documents at this position.
     case reload([Document], LogPosition)
+}
+
+/// A commit as a shared store's log keeps it: its documents after and before it.
+public struct LoggedDocumentCommit: Sendable {
+    public var seq: Int64
+    public var commitTime: Timestamp
+    public var upserts: [Document]
+    public var deletes: [ResourcePath]
+    /// The changed documents as they were before (those that existed).
+    public var befores: [Document]
+
+    public init(seq: Int64, commitTime: Timestamp, upserts: [Document], deletes: [ResourcePath], befores: [Document]) {
+        self.seq = seq
+        self.commitTime = commitTime
+        self.upserts = upserts
+        self.deletes = deletes
+        self.befores = befores
+    }
 }
 
 /// A place in a shared store's commit log: the database's generation (new at each clear) and
@@ -78,6 +104,8 @@ extension DocumentStorage {
     /// Calls `apply`, in log order per database, with the commits other replicas make to the
     /// databases this replica has in memory but does not own.
     public func follow(_ apply: @escaping @Sendable (DatabaseID, ReplicatedDocumentChange) -> Void) {}
+    /// A store of one process keeps no log: its memory holds the history of this run.
+    public func loggedCommits(_ id: DatabaseID, through seq: Int64) -> [LoggedDocumentCommit] { [] }
     /// Where in the shared log the database's memory stands (after a load, a commit, or a
     /// followed commit); nil for a store of one process, whose positions are the process's own.
     public func position(_ id: DatabaseID) -> LogPosition? { nil }

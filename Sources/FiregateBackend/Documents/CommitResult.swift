@@ -1,5 +1,25 @@
 import FiregateModel
 
+public struct WriteResult: Sendable, Equatable {
+    public let updateTime: Timestamp?
+    public let transformResults: [Value]?
+
+    public init(updateTime: Timestamp?, transformResults: [Value]?) {
+        self.updateTime = updateTime
+        self.transformResults = transformResults
+    }
+}
+
+public struct CommitResult: Sendable, Equatable {
+    public let commitTime: Timestamp
+    public let writeResults: [WriteResult]
+
+    public init(commitTime: Timestamp, writeResults: [WriteResult]) {
+        self.commitTime = commitTime
+        self.writeResults = writeResults
+    }
+}
+
 extension CommitResult {
     /// `{"writeResults":[…],"commitTime":…}`; an empty list is left out, as proto3 JSON does.
     public var restJSON: JSON {
