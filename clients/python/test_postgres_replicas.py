@@ -932,3 +932,137 @@ def test_a_replica_that_loads_the_database_later_resumes_a_token_from_before(pai
             stop_server(restarted[0])
     finally:
         stop_server(late[0])
+
+
+def test_registers_used_from_three_replicas_through_a_kill_and_a_pause_stay_linearizable(trio, tmp_path):
+    """A Jepsen-style run: workers on every replica read (in read-only transactions), write and
+    compare-and-set (transactions) four registers while the owner is killed (-9) and restarted,
+    then the next owner is paused past its lease. Every register's history must be linearizable:
+    some order of the operations, each within its call and return, explains every answer, and
+    operations whose outcome is unknown (a timeout, a 503) took effect once or not at all."""
+    import random
+    import threading
+    from linearizability import check
+
+    url, replicas = trio
+    procs = {name: proc for name, (proc, _) in zip("abc", replicas)}
+    live = {name: base for name, (_, base) in zip("abc", replicas)}
+    project = "p-" + uuid.uuid4().hex[:8]
+    docs = f"/v1/projects/{project}/databases/(default)/documents"
+    keys = [f"r{i}" for i in range(4)]
+    for key in keys:  # A owns the database
+        assert requests.patch(f"{live['a']}{docs}/reg/{key}", json={"fields": {"v": {"integerValue": "0"}}}, timeout=10).status_code == 200
+    history = {key: [] for key in keys}
+    recorded = threading.Lock()
+    faults = {}
+    stop = threading.Event()
+    timeout = LEASE + 3
+
+    def name(key):
+        return f"projects/{project}/databases/(default)/documents/reg/{key}"
+
+    def value_of(items):
+        found = [item["found"] for item in items if "found" in item]
+        return int(found[0]["fields"]["v"]["integerValue"]) if found else None
+
+    def worker(replica, w):
+        session = requests.Session()
+        rng = random.Random(w)
+        seen = {key: 0 for key in keys}
+        n = 0
+        while not stop.is_set():
+            base, key = live[replica], rng.choice(keys)
+            f = rng.choices(["read", "write", "cas"], [4, 3, 3])[0]
+            n += 1
+            new = w * 1_000_000 + n
+            op = {"f": f, "call": time.monotonic(), "ok": True, "value": None, "result": None}
+            try:
+                if f == "read":
+                    r = session.post(f"{base}{docs}:batchGet", json={"documents": [name(key)], "newTransaction": {"readOnly": {}}}, timeout=timeout)
+                    if r.status_code != 200:
+                        raise LookupError  # a read that failed observed nothing
+                    op["result"] = seen[key] = value_of(r.json())
+                elif f == "write":
+                    op["value"] = new
+                    r = session.patch(f"{base}{docs}/reg/{key}", json={"fields": {"v": {"integerValue": str(new)}}}, timeout=timeout)
+                    if r.status_code >= 500:
+                        op["ok"] = None
+                    elif r.status_code != 200:
+                        raise LookupError
+                    else:
+                        seen[key] = new
+                else:
+                    op["value"] = (seen[key], new)
+                    begun = session.post(f"{base}{docs}:beginTransaction", json={}, timeout=timeout)
+                    if begun.status_code != 200:
+                        raise LookupError
+                    tx = begun.json()["transaction"]
+                    r = session.post(f"{base}{docs}:batchGet", json={"documents": [name(key)], "transaction": tx}, timeout=timeout)
+                    if r.status_code != 200:
+                        raise LookupError
+                    current = seen[key] = value_of(r.json())
+                    if current != op["value"][0]:
+                        session.post(f"{base}{docs}:rollback", json={"transaction": tx}, timeout=timeout)
+                        op["result"] = False
+                    else:
+                        r = session.post(f"{base}{docs}:commit", json={"writes": [{"update": {"name": name(key), "fields": {"v": {"integerValue": str(new)}}}}],
+                                                                        "transaction": tx}, timeout=timeout)
+                        if r.status_code >= 500:
+                            op["ok"] = None
+                        elif r.status_code != 200:
+                            raise LookupError  # aborted (contention) or a transaction the new owner never began: not made
+                        else:
+                            op["result"], seen[key] = True, new
+            except LookupError:
+                time.sleep(0.05)
+                continue
+            except requests.RequestException:
+                if f == "read":
+                    time.sleep(0.2)
+                    continue
+                op["ok"] = None  # sent, perhaps made: unknown
+                time.sleep(0.2)
+            op["ret"] = time.monotonic()
+            with recorded:
+                history[key].append(op)
+
+    threads = [threading.Thread(target=worker, args=(replica, i * 2 + j + 1)) for i, replica in enumerate("abc") for j in range(2)]
+    for thread in threads:
+        thread.start()
+    restarted = None
+    paused = None
+    try:
+        time.sleep(2.5)
+        procs["a"].kill()
+        procs["a"].wait()
+        faults["kill"] = time.monotonic()
+        time.sleep(0.5)
+        restarted = _replica(url, "a", tmp_path / "a-again")
+        procs["a"], live["a"] = restarted
+        time.sleep(LEASE + 2.5)  # the database has a new owner by now
+        owner = _epoch(url, f"d:{project}/(default)").split()[0]
+        paused = procs[owner]
+        paused.send_signal(signal.SIGSTOP)
+        faults["pause"] = time.monotonic()
+        time.sleep(LEASE + 1)
+        paused.send_signal(signal.SIGCONT)
+        time.sleep(2.5)
+    finally:
+        if paused:
+            paused.send_signal(signal.SIGCONT)
+        stop.set()
+        for thread in threads:
+            thread.join(30)
+        if restarted:
+            stop_server(restarted[0])
+    ops = [op for key in keys for op in history[key]]
+    certain = [op for op in ops if op["ok"]]
+    swapped = [op for op in certain if op["f"] == "cas" and op["result"]]
+    assert len(certain) > 150 and len(swapped) > 5, f"too little happened: {len(certain)} operations, {len(swapped)} swaps"
+    for fault, at in faults.items():
+        assert any(op["call"] > at + LEASE + 1 for op in certain if op["f"] != "read"), f"no write succeeded after the {fault}"
+    for key in keys:
+        verdict = check(history[key], 0)
+        assert verdict is None, f"register {key}: {verdict}"
+    unknown = sum(1 for op in ops if op["ok"] is None)
+    print(f"  {len(certain)} operations ({len(swapped)} swaps, {unknown} unknown) over {len(keys)} registers: linearizable")
