@@ -60,6 +60,21 @@ extension PostgresStore: ReplicaDirectory {
         return FiregateError(.unavailable, "\(PostgresText.loaded(PostgresStore.scope(scope))) is owned by replica \(owner.id) (\(owner.address)); this replica cannot write it now. Retry.")
     }
 
+    public func holdings() -> ReplicaHoldings {
+        var holdings = ReplicaHoldings()
+        for (scope, owned) in leases.all {
+            let database = scope.hasPrefix("d:")
+            switch (owned, database) {
+            case (true, true): holdings.ownedDatabases += 1
+            case (true, false): holdings.ownedNamespaces += 1
+            case (false, true): holdings.followedDatabases += 1
+            case (false, false): holdings.followedNamespaces += 1
+            }
+        }
+        holdings.clients = ownedClients.withLock { $0.count }
+        return holdings
+    }
+
     public func holdsLease(of scope: ScopeLease.Scope) -> Bool {
         leases.hold(PostgresStore.scope(scope)).epoch != nil
     }

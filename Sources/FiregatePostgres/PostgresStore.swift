@@ -224,6 +224,9 @@ final class ScopeLeases: Sendable {
         holds.withLock { holds in if holds[scope, default: Hold()].seq < seq { holds[scope]?.seq = seq } }
     }
 
+    /// Every scope in memory here, and whether this replica owns it.
+    var all: [String: Bool] { holds.withLock { $0.mapValues { $0.epoch != nil } } }
+
     /// The scopes in memory here that this replica does not own, with the `seq` memory holds.
     var followed: [String: Int64] { holds.withLock { $0.filter { $0.value.epoch == nil }.mapValues(\.seq) } }
 

@@ -43,11 +43,24 @@ public protocol ReplicaDirectory: Sendable {
     /// How many operations of this replica's claim `connection` ran, or nil when the claim is
     /// no longer this replica's (another claimed it, or all ran).
     func disconnectClaim(connection: String) throws(FiregateError) -> Int?
+    /// What this replica holds now, from its own memory (for `/metrics`).
+    func holdings() -> ReplicaHoldings
     /// The epoch at which this replica runs edge client `id`; nil when it does not.
     func clientEpoch(_ id: String) -> Int64?
     /// The answer stored with the commit of a queued write (see `QueuedWriteReceipt`); nil
     /// when none was committed.
     func storedAnswer(_ receipt: QueuedWriteReceipt) throws(FiregateError) -> [UInt8]?
+}
+
+/// The scopes a replica owns and follows, by kind, and the edge clients it runs.
+public struct ReplicaHoldings: Sendable, Equatable {
+    public var ownedDatabases = 0
+    public var ownedNamespaces = 0
+    public var followedDatabases = 0
+    public var followedNamespaces = 0
+    public var clients = 0
+
+    public init() {}
 }
 
 /// One replica as the store records it. Times are RFC 3339, UTC.

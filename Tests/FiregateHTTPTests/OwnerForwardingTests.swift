@@ -27,6 +27,7 @@ final class OwnerForwardingTests: XCTestCase {
         func recordDisconnectProgress(_ progress: DisconnectProgress) {}
         func disconnectClaim(connection: String) throws(FiregateError) -> Int? { nil }
         func clientEpoch(_ id: String) -> Int64? { nil }
+        func holdings() -> ReplicaHoldings { ReplicaHoldings() }
         func storedAnswer(_ receipt: QueuedWriteReceipt) throws(FiregateError) -> [UInt8]? { nil }
     }
 

@@ -1066,3 +1066,24 @@ def test_registers_used_from_three_replicas_through_a_kill_and_a_pause_stay_line
         assert verdict is None, f"register {key}: {verdict}"
     unknown = sum(1 for op in ops if op["ok"] is None)
     print(f"  {len(certain)} operations ({len(swapped)} swaps, {unknown} unknown) over {len(keys)} registers: linearizable")
+
+
+def test_each_replicas_metrics_say_what_it_owns_follows_and_runs(pair):
+    _, (_, a_base), (_, b_base) = pair
+    project = "p-" + uuid.uuid4().hex[:8]
+    assert _write(a_base, project, 1).status_code == 200  # A owns the database
+    assert requests.get(f"{b_base}/v1/projects/{project}/databases/(default)/documents/c/d", timeout=10).status_code == 200  # B follows it
+    client = "edge-" + uuid.uuid4().hex[:8]
+    assert requests.put(f"{b_base}/clients/{client}", json={"project": project}, timeout=10).status_code == 200
+
+    def samples(base):
+        text = requests.get(f"{base}/metrics", timeout=10).text
+        return {line.rsplit(" ", 1)[0]: float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
+                if line.startswith("firegate_replica_")}
+
+    on_a, on_b = samples(a_base), samples(b_base)
+    owner = 'firegate_replica_scopes{kind="database",role="owner"}'
+    follower = 'firegate_replica_scopes{kind="database",role="follower"}'
+    assert on_a[owner] >= 1 and on_b[owner] == 0, (on_a, on_b)
+    assert on_b[follower] >= 1, on_b
+    assert on_b["firegate_replica_edge_clients"] == 1 and on_a["firegate_replica_edge_clients"] == 0, (on_a, on_b)

@@ -112,6 +112,14 @@ final class ServerMetrics: Sendable {
         for outcome in RulesDecisionRecord.Outcome.allCases {
             mirror("firegate_rules_decisions_total", [("outcome", outcome.rawValue)], Int64(decisions[outcome] ?? 0))
         }
+        if let holdings = backend.replicas?.holdings() {
+            // On replicas: what this one owns and follows (DESIGN §1.8).
+            gauge("firegate_replica_scopes", [("kind", "database"), ("role", "owner")], holdings.ownedDatabases)
+            gauge("firegate_replica_scopes", [("kind", "namespace"), ("role", "owner")], holdings.ownedNamespaces)
+            gauge("firegate_replica_scopes", [("kind", "database"), ("role", "follower")], holdings.followedDatabases)
+            gauge("firegate_replica_scopes", [("kind", "namespace"), ("role", "follower")], holdings.followedNamespaces)
+            gauge("firegate_replica_edge_clients", [], holdings.clients)
+        }
         let open = connections.countsByProtocol
         for name in ["firestore-grpc", "rtdb-websocket"] {
             gauge("firegate_connections", [("protocol", name)], open[name] ?? 0)
