@@ -604,14 +604,21 @@ def test_an_edge_client_runs_on_one_replica_and_moves_with_its_queue_when_that_o
     print(f"  B ran the client {moved:.2f} s after A was killed (lease {LEASE} s)")
 
 
-def test_an_edge_client_on_a_follower_sends_its_writes_to_the_owner(pair):
-    _, (_, a_base), (_, b_base) = pair
+def _persistent_client_on_b_of_a_database_a_owns(a_base, b_base):
+    """A fresh project whose database A owns, and a persistent edge client of it running on B:
+    (project, documents path, client id, the client's URL on B)."""
     project = "p-" + uuid.uuid4().hex[:8]
     docs = f"/v1/projects/{project}/databases/(default)/documents"
-    assert _write(a_base, project, 0).status_code == 200  # A owns the database
+    assert _write(a_base, project, 0).status_code == 200
     client = "edge-" + uuid.uuid4().hex[:8]
     on_b = f"{b_base}/clients/{client}"
     assert requests.put(on_b, json={"project": project, "persistence": "persistent"}, timeout=10).status_code == 200
+    return project, docs, client, on_b
+
+
+def test_an_edge_client_on_a_follower_sends_its_writes_to_the_owner(pair):
+    _, (_, a_base), (_, b_base) = pair
+    project, docs, client, on_b = _persistent_client_on_b_of_a_database_a_owns(a_base, b_base)
     query = json.dumps({"from": [{"collectionId": "c"}], "orderBy": [{"field": {"fieldPath": "__name__"}}]})
     stream = SSEStream(f"{on_b}{docs}:listen", params={"query": query, "includeMetadataChanges": "true"})
     assert stream.next(timeout=10).event == "snapshot"
@@ -822,12 +829,7 @@ def test_an_edge_clients_batch_sent_to_the_owner_again_is_answered_and_applied_o
     answer lost, or its replica dead and the queue restored elsewhere) it is answered from what
     was stored; sent by a replica that no longer runs the client, it is not made."""
     url, (_, a_base), (_, b_base) = pair
-    project = "p-" + uuid.uuid4().hex[:8]
-    docs = f"/v1/projects/{project}/databases/(default)/documents"
-    assert _write(a_base, project, 0).status_code == 200  # A owns the database
-    client = "edge-" + uuid.uuid4().hex[:8]
-    on_b = f"{b_base}/clients/{client}"
-    assert requests.put(on_b, json={"project": project, "persistence": "persistent"}, timeout=10).status_code == 200
+    project, docs, client, on_b = _persistent_client_on_b_of_a_database_a_owns(a_base, b_base)
     assert requests.post(f"{on_b}:disableNetwork", timeout=10).status_code == 200
     increment = {"writes": [{"transform": {"document": f"projects/{project}/databases/(default)/documents/c/counter",
                                            "fieldTransforms": [{"fieldPath": "k", "increment": {"integerValue": "1"}}]}}]}

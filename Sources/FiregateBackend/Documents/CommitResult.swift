@@ -1,5 +1,7 @@
 import FiregateModel
 
+/// What one write of a commit did: its document's new update time (none for a delete or a
+/// verify) and the values its transforms produced.
 public struct WriteResult: Sendable, Equatable {
     public let updateTime: Timestamp?
     public let transformResults: [Value]?
@@ -10,6 +12,7 @@ public struct WriteResult: Sendable, Equatable {
     }
 }
 
+/// A commit's answer: its time and one result per write, in the writes' order.
 public struct CommitResult: Sendable, Equatable {
     public let commitTime: Timestamp
     public let writeResults: [WriteResult]
