@@ -40,20 +40,41 @@ public struct PostgresDocumentStorage: DocumentStorage {
         return LogPosition(generation: PostgresStore.generation(of: scope, stored: hold.generation), seq: hold.seq)
     }
 
-    public func loggedCommits(_ id: DatabaseID, through seq: Int64) -> [LoggedDocumentCommit] {
+    public func loggedCommits(_ id: DatabaseID, through seq: Int64, current: (ResourcePath) -> Document?) -> [LoggedDocumentCommit] {
         let scope = PostgresStore.scope(id)
-        let rows = try? store.readOnce { session throws(FiregateError) in
-            try session.query("SELECT seq, commit_us, body FROM fg_log WHERE scope = \(scope) AND seq <= \(seq) ORDER BY seq").rows
+        // Versions met so far, so a version logged twice (after one commit, before the next)
+        // or still current is one value; read a page of rows at a time, decoded as they come.
+        var seen: [ResourcePath: Document] = [:]
+        let reuse = { (path: ResourcePath, updateUs: Int64) -> Document? in
+            for candidate in [seen[path], current(path)] {
+                if let candidate, candidate.updateTime.microseconds == updateUs { return candidate }
+            }
+            return nil
         }
         var commits: [LoggedDocumentCommit] = []
-        for row in rows ?? [] {
-            guard let (rowSeq, commitUs, body) = try? decode(row, (Int64, Int64, ByteBuffer).self), let entry = try? json(body) else { return [] }
-            // A clear, or a row logged without before-images, cannot be undone: history starts after it.
-            guard entry["clear"] == nil, entry["before"] != nil, let commit = try? PostgresTail.loggedCommit(entry, seq: rowSeq, commitUs: commitUs) else {
-                commits.removeAll()
-                continue
+        var after: Int64 = 0
+        while after < seq {
+            guard let rows = try? store.readOnce({ session throws(FiregateError) in
+                try session.query("""
+                    SELECT seq, commit_us, body FROM fg_log WHERE scope = \(scope) AND seq > \(after) AND seq <= \(seq) ORDER BY seq LIMIT 500
+                    """).rows
+            }) else { return [] }
+            var last: Int64?
+            for row in rows {
+                guard let (rowSeq, commitUs, body) = try? decode(row, (Int64, Int64, ByteBuffer).self), let entry = try? json(body) else { return [] }
+                last = rowSeq
+                // A clear, or a row logged without before-images, cannot be undone: history starts after it.
+                guard entry["clear"] == nil, entry["before"] != nil,
+                      let commit = try? PostgresTail.loggedCommit(entry, seq: rowSeq, commitUs: commitUs, reusing: reuse) else {
+                    commits.removeAll()
+                    continue
+                }
+                for document in commit.upserts { seen[document.path] = document }
+                for path in commit.deletes { seen[path] = nil }
+                commits.append(commit)
             }
-            commits.append(commit)
+            guard let last else { break }
+            after = last
         }
         return commits
     }

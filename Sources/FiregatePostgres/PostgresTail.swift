@@ -124,14 +124,21 @@ final class PostgresTail: Sendable {
 
     /// A document log row read back whole; its before-images are empty in a row from before
     /// they were logged (`"before"` absent).
-    static func loggedCommit(_ body: JSON, seq: Int64, commitUs: Int64) throws(FiregateError) -> LoggedDocumentCommit {
+    /// `reusing` gives a version already in memory (by path and update time), taken as it is.
+    static func loggedCommit(_ body: JSON, seq: Int64, commitUs: Int64,
+                             reusing known: (ResourcePath, Int64) -> Document? = { _, _ in nil }) throws(FiregateError) -> LoggedDocumentCommit {
         func documents(_ key: String) throws(FiregateError) -> [Document] {
             var result: [Document] = []
             for item in body[key]?.arrayValue ?? [] {
                 guard let path = item["path"]?.stringValue, let created = item["createUs"]?.integerLike, let updated = item["updateUs"]?.integerLike else {
                     throw FiregateError(.dataLoss, "A commit-log row is damaged: \(JSONWriter.string(item))")
                 }
-                result.append(Document(path: ResourcePath(ResourcePath.segments(of: path)), fields: try Value.parseFields(item["fields"]),
+                let resource = ResourcePath(ResourcePath.segments(of: path))
+                if let same = known(resource, updated) {
+                    result.append(same)
+                    continue
+                }
+                result.append(Document(path: resource, fields: try Value.parseFields(item["fields"]),
                                        createTime: Timestamp(microseconds: created), updateTime: Timestamp(microseconds: updated)))
             }
             return result

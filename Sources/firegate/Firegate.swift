@@ -149,6 +149,8 @@ struct Serve: AsyncParsableCommand {
             group.addTask {
                 do {
                     try await backend.documents.loaded()
+                    // What parsing the stored data left free goes back to the system.
+                    AllocatorArenas.releaseFreeMemory()
                 } catch {
                     throw StartupFailure(description: "The stored documents could not be loaded: \(error)")
                 }

@@ -56,7 +56,9 @@ extension DocumentDatabase {
     func replaceState(with documents: [Document], ending reason: FiregateError, at position: LogPosition? = nil) {
         if let position { epoch.withLock { $0 = position.generation } }
         // Read before the lock: readers of the database do not wait for the store.
-        let logged = position.map { storage.loggedCommits(id, through: $0.seq) } ?? []
+        var loaded: [ResourcePath: Document] = [:]
+        for document in documents { loaded[document.path] = document }
+        let logged = position.map { storage.loggedCommits(id, through: $0.seq) { loaded[$0] } } ?? []
         let waiting = state.withLock { state in
             let waiting = state.afterReload
             var fresh = DatabaseState()
@@ -120,28 +122,11 @@ extension DocumentDatabase {
         guard let last = commits.last, last.seq == seq else { return }
         let pruned = state.prunedThrough
         state.prunedThrough = nil
-        // Equal versions share one copy (the loaded documents, an earlier commit's after-image),
-        // so the history costs what the writer's does.
-        var known: [ResourcePath: Document] = [:]
-        func shared(_ document: Document) -> Document {
-            for candidate in [known[document.path], state.documents[document.path]?.document] {
-                if let candidate, candidate == document { return candidate }
-            }
-            return document
-        }
         for commit in commits {
             var befores: [ResourcePath: Document] = [:]
-            for document in commit.befores { befores[document.path] = shared(document) }
-            var changes: [DocumentChange] = []
-            for document in commit.upserts {
-                let after = shared(document)
-                known[after.path] = after
-                changes.append(DocumentChange(path: after.path, before: befores[after.path], after: after))
-            }
-            for path in commit.deletes {
-                known[path] = nil
-                changes.append(DocumentChange(path: path, before: befores[path], after: nil))
-            }
+            for document in commit.befores { befores[document.path] = document }
+            let changes = commit.upserts.map { DocumentChange(path: $0.path, before: befores[$0.path], after: $0) }
+                + commit.deletes.map { DocumentChange(path: $0, before: befores[$0], after: nil) }
             state.record(CommitRecord(sequence: commit.seq, commitTime: commit.commitTime, changes: changes))
         }
         // Reads before the first commit kept are refused, as after a prune.

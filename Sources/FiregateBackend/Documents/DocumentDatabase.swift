@@ -36,7 +36,9 @@ public final class DocumentDatabase: Sendable {
             // On a shared store, commits count as the log does, so tokens mean the same everywhere.
             if let position = storage.position(id) {
                 state.sequence = position.seq
-                DocumentDatabase.installLoggedHistory(&state, storage.loggedCommits(id, through: position.seq), through: position.seq)
+                let documents = state.documents
+                let logged = storage.loggedCommits(id, through: position.seq) { documents[$0]?.document }
+                DocumentDatabase.installLoggedHistory(&state, logged, through: position.seq)
             }
         }
         if let position = storage.position(id) { epoch.withLock { $0 = position.generation } }

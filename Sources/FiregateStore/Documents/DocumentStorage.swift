@@ -49,8 +49,9 @@ public protocol DocumentStorage: Sendable {
     func follow(_ apply: @escaping @Sendable (DatabaseID, ReplicatedDocumentChange) -> Void)
     func position(_ id: DatabaseID) -> LogPosition?
     /// On a shared store, the logged commits of a database up to `seq` that can be undone (the
-    /// log's window since the last clear, each with its before-images), oldest first.
-    func loggedCommits(_ id: DatabaseID, through seq: Int64) -> [LoggedDocumentCommit]
+    /// log's window since the last clear, each with its before-images), oldest first. A logged
+    /// version that `current` has (same path and update time) is that very value, not a copy.
+    func loggedCommits(_ id: DatabaseID, through seq: Int64, current: (ResourcePath) -> Document?) -> [LoggedDocumentCommit]
     func writeRefusal(_ id: DatabaseID) -> FiregateError?
 }
 
@@ -105,7 +106,7 @@ extension DocumentStorage {
     /// databases this replica has in memory but does not own.
     public func follow(_ apply: @escaping @Sendable (DatabaseID, ReplicatedDocumentChange) -> Void) {}
     /// A store of one process keeps no log: its memory holds the history of this run.
-    public func loggedCommits(_ id: DatabaseID, through seq: Int64) -> [LoggedDocumentCommit] { [] }
+    public func loggedCommits(_ id: DatabaseID, through seq: Int64, current: (ResourcePath) -> Document?) -> [LoggedDocumentCommit] { [] }
     /// Where in the shared log the database's memory stands (after a load, a commit, or a
     /// followed commit); nil for a store of one process, whose positions are the process's own.
     public func position(_ id: DatabaseID) -> LogPosition? { nil }
