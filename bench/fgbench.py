@@ -247,6 +247,23 @@ class Server:
             shutil.rmtree(self.run_dir, ignore_errors=True)
 
 
+def wait_healthy(base: str, proc, seconds: float = 30):
+    """Returns once `proc`, a server started at `base`, answers /healthz 200; a server that exits
+    or does not answer within `seconds` ends the script."""
+    import urllib.request
+    deadline = time.time() + seconds
+    while time.time() < deadline:
+        if proc.poll() is not None:
+            raise SystemExit(f"firegate exited: {proc.stderr.read().decode()[-500:]}")
+        try:
+            with urllib.request.urlopen(base + "/healthz", timeout=1) as r:
+                if r.status == 200:
+                    return
+        except OSError:
+            time.sleep(0.05)
+    raise SystemExit("firegate did not start")
+
+
 class BenchPostgres:
     """A PostgreSQL for a benchmark: FIREGATE_TEST_STORE when set (a database to create others
     from), else a throwaway cluster (scripts/postgres-test-cluster.sh), stopped on exit.

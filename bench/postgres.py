@@ -22,31 +22,15 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from fgbench import REPO, BenchError, BenchPostgres, argument_parser, emit, free_port  # noqa: E402
+from fgbench import REPO, BenchError, BenchPostgres, argument_parser, emit, free_port, wait_healthy  # noqa: E402
 
 PAYLOAD = 200
 
 
 def psql(url, sql):
     return subprocess.run(["psql", url, "-Atqc", sql], capture_output=True, text=True, check=True).stdout.strip()
-
-
-def wait_healthy(base, proc):
-    import urllib.request
-    deadline = time.time() + 30
-    while time.time() < deadline:
-        if proc.poll() is not None:
-            raise SystemExit(f"firegate exited: {proc.stderr.read().decode()[-500:]}")
-        try:
-            with urllib.request.urlopen(base + "/healthz", timeout=1) as r:
-                if r.status == 200:
-                    return
-        except OSError:
-            time.sleep(0.05)
-    raise SystemExit("firegate did not start")
 
 
 def firegate_commits(binary, url, seconds):

@@ -17,11 +17,11 @@ import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 import json
+import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from fgbench import BenchError, BenchPostgres, argument_parser, emit, free_port  # noqa: E402
+from fgbench import BenchError, BenchPostgres, argument_parser, emit, free_port, wait_healthy  # noqa: E402
 
 
 def start(binary, url, name):
@@ -30,17 +30,8 @@ def start(binary, url, name):
                              tempfile.mkdtemp(prefix="fg-bench-size-"), "--replica-id", name, "--cluster-secret", "bench"],
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     base = f"http://127.0.0.1:{port}"
-    deadline = time.time() + 120
-    while time.time() < deadline:
-        if proc.poll() is not None:
-            raise BenchError(f"firegate exited: {proc.stderr.read().decode()[-500:]}")
-        try:
-            with urllib.request.urlopen(base + "/healthz", timeout=1) as answer:
-                if answer.status == 200:
-                    return proc, base
-        except OSError:
-            time.sleep(0.1)
-    raise BenchError("firegate did not start")
+    wait_healthy(base, proc, seconds=120)
+    return proc, base
 
 
 def rss_mib(proc):
