@@ -118,7 +118,8 @@ final class PostgresTail: Sendable {
     /// A document log row as the engine applies it.
     static func change(_ body: JSON, at position: LogPosition, commitUs: Int64) throws(FiregateError) -> ReplicatedDocumentChange {
         if body["clear"] != nil { return .clear(position) }
-        let logged = try loggedCommit(body, seq: position.seq, commitUs: commitUs)
+        // A follower applies the after-images; its memory has the before-images already.
+        let logged = try loggedCommit(body, seq: position.seq, commitUs: commitUs, withBefores: false)
         return .commit(upserts: logged.upserts, deletes: logged.deletes, commitTime: logged.commitTime, seq: position.seq)
     }
 
@@ -126,7 +127,8 @@ final class PostgresTail: Sendable {
     /// they were logged (`"before"` absent).
     /// `reusing` gives a version already in memory (by path and update time), taken as it is.
     static func loggedCommit(_ body: JSON, seq: Int64, commitUs: Int64,
-                             reusing known: (ResourcePath, Int64) -> Document? = { _, _ in nil }) throws(FiregateError) -> LoggedDocumentCommit {
+                             reusing known: (ResourcePath, Int64) -> Document? = { _, _ in nil },
+                             withBefores: Bool = true) throws(FiregateError) -> LoggedDocumentCommit {
         func documents(_ key: String) throws(FiregateError) -> [Document] {
             var result: [Document] = []
             for item in body[key]?.arrayValue ?? [] {
@@ -145,6 +147,6 @@ final class PostgresTail: Sendable {
         }
         let deletes = (body["deleted"]?.arrayValue ?? []).compactMap(\.stringValue).map { ResourcePath(ResourcePath.segments(of: $0)) }
         return LoggedDocumentCommit(seq: seq, commitTime: Timestamp(microseconds: commitUs), upserts: try documents("documents"), deletes: deletes,
-                                    befores: try documents("before"))
+                                    befores: withBefores ? try documents("before") : [])
     }
 }
