@@ -14,15 +14,15 @@ extension EdgeClient {
         return auth.json.withMember("writesPaused", .bool(writesPaused))
     }
 
-    /// Who the client is to the server's security rules (DESIGN §1.7): its token as the
-    /// emulators read one (`owner` is the admin, a JWT names its user), else the signed-in uid
-    /// as a token with `sub` and `user_id`; signed out is unauthenticated.
+    /// Who the client is to the server's security rules: its token as the emulators read it
+    /// (the admin's credential is the admin, `AdminCredential`; a JWT names its user), else the
+    /// signed-in uid as a token with `sub` and `user_id`; signed out is unauthenticated.
     public var rulesIdentity: CallIdentity {
         guard let auth else { return .unauthenticated }
-        if auth.token == "owner" { return .admin }
+        if backend.rules.admin.isAdmin(auth.token) { return .admin }
         guard let uid = auth.uid else { return .unauthenticated }
         var (user, claims): (String, JSON) = (uid, ["sub": .string(uid), "user_id": .string(uid)])
-        if let token = auth.token, case .user(let named, let payload) = CallIdentity(token: token) { (user, claims) = (named, payload) }
+        if let token = auth.token, case .user(let named, let payload) = CallIdentity(userToken: token) { (user, claims) = (named, payload) }
         if case .object(let extra)? = auth.claims {
             for (key, value) in extra { claims = claims.withMember(key, value) }
         }

@@ -51,9 +51,10 @@ public enum FiregateServer {
         var documents = DocumentRoutes(backend: backend, listenOptions: configuration.listen)
         // A forwarded request waits for the owner at most a lease: an owner silent that long has
         // lost its scopes, and the client's retry finds the next owner.
+        backend.rules.trust(adminToken: configuration.adminToken)
         let forwarding = backend.replicas.map {
             OwnerForwarding(directory: $0, secret: configuration.clusterSecret,
-                            client: ForwardingClient(timeout: .seconds(Int64(configuration.leaseSeconds))))
+                            client: ForwardingClient(timeout: .seconds(Int64(configuration.leaseSeconds))), admin: backend.rules.admin)
         }
         documents.forwarding = forwarding
         if let forwarding {
@@ -64,7 +65,6 @@ public enum FiregateServer {
                 Task { await orphaned.run(claimed) }
             }
         }
-        backend.rules.trust(adminToken: configuration.adminToken)
         return FiregateResponder(
             documents: documents,
             tree: TreeRoutes(backend: backend, forwarding: forwarding),

@@ -166,9 +166,10 @@ extension RealtimeSession {
 
     // MARK: Identity
 
-    /// `auth` with a JWT (unchecked, as the emulators: its `user_id`/`sub` is the uid), `gauth`
-    /// with `owner` (the admin, or the `authvar` it overrides with, or nobody for `noauth`),
-    /// `unauth`.
+    /// `auth` with a JWT (unchecked, as the emulators: its `user_id`/`sub` is the uid) or the
+    /// admin's credential, `gauth` with the admin's credential (the admin, or the `authvar` it
+    /// overrides with, or nobody for `noauth`) — `owner` there on a server with an admin token
+    /// is nobody —, `unauth`.
     private func authenticate(_ number: Int64, _ action: String, _ body: JSON) throws -> [UInt8] {
         let identity: CallIdentity
         var reply: JSON = ""
@@ -176,16 +177,27 @@ extension RealtimeSession {
         case "unauth":
             identity = .unauthenticated
         case "auth":
-            guard let token = body.member("cred")?.stringValue, case .user(let uid, let claims) = CallIdentity(token: token) else {
+            let token = body.member("cred")?.stringValue
+            if admin.isAdmin(token) {
+                identity = .admin
+                reply = ["auth": .null, "expires": .null]
+                break
+            }
+            guard let token, case .user(let uid, let claims) = CallIdentity(userToken: token) else {
                 return RealtimeOutbound.reply(number, status: "invalid_token", data: "The token is not a JWT naming a user (user_id or sub).")
             }
             identity = .user(uid: uid, claims: claims)
             reply = ["auth": claims, "expires": claims.member("exp") ?? .null]
         default:
-            guard body.member("cred")?.stringValue == "owner" else {
-                return RealtimeOutbound.reply(number, status: "invalid_token", data: "The emulator's admin credential is \"owner\".")
+            let credential = body.member("cred")?.stringValue
+            guard admin.isAdmin(credential) || credential == AdminCredential.emulatorOwner else {
+                return RealtimeOutbound.reply(number, status: "invalid_token", data: admin.token == nil
+                    ? "The emulator's admin credential is \"owner\"." : "The credential is not the server's admin token.")
             }
-            if body.member("noauth")?.boolValue == true {
+            if !admin.isAdmin(credential) {
+                // `owner` on a server with an admin token: an ordinary caller, judged by the rules.
+                identity = .unauthenticated
+            } else if body.member("noauth")?.boolValue == true {
                 identity = .unauthenticated
             } else if let override = body.member("authvar"), case .object = override {
                 guard let uid = override.member("uid")?.stringValue, !uid.isEmpty else {

@@ -92,6 +92,8 @@ public final class RealtimeSession: Sendable {
     /// Who makes a request now: the connection's current identity, on the socket surface (also
     /// how a replica not owning the namespace sends its writes to the owner).
     var caller: RulesCaller { RulesCaller(identity: identity, surface: "websocket") }
+    /// Who is the admin on this server (the emulators' `owner` when no rules object is given).
+    var admin: AdminCredential { rules?.admin ?? AdminCredential(token: nil) }
     public var listenCount: Int { state.withLock { $0.listens.count } }
 
     /// Sends the hello that opens every connection.

@@ -74,6 +74,9 @@ public final class RulesEvaluator {
     public struct Scope {
         var variables: [String: RulesValue]
         var functions: [String: RulesFunction]
+        /// `let` bindings whose value is an error: the error is their value, raised where the
+        /// name is read (so `||` and `&&` absorb it as any other error), never at the `let`.
+        var failedBindings: [String: RulesError] = [:]
 
         public init(variables: [String: RulesValue] = [:], functions: [String: RulesFunction] = [:]) {
             self.variables = variables
@@ -105,6 +108,7 @@ public final class RulesEvaluator {
         switch expression {
         case .literal(let value, _): return value
         case .identifier(let name, let at):
+            if let error = scope.failedBindings[name] { throw error }
             guard let value = scope.variables[name] else { throw RulesError("Variable '\(name)' is not defined.", at: at) }
             return value
         case .list(let items, _):
@@ -198,8 +202,8 @@ public final class RulesEvaluator {
         }
     }
 
-    /// A function of the ruleset: arguments and `let`s (eager, in order: A4) bound in the scope
-    /// it was declared in.
+    /// A function of the ruleset: arguments and `let`s (eager, in order) bound in the scope it
+    /// was declared in; a `let` whose value is an error holds the error (docs/security-rules.md).
     private func invoke(_ function: RulesFunction, _ arguments: [RulesExpression], _ scope: Scope,
                         _ at: RulesPosition) throws(RulesError) -> RulesValue {
         guard arguments.count == function.parameters.count else {
@@ -209,8 +213,19 @@ public final class RulesEvaluator {
         defer { callDepth -= 1 }
         guard callDepth <= limits.callDepth else { throw RulesError("Exceeded the function call depth of \(limits.callDepth).", at: at) }
         var inner = scope
-        for (parameter, argument) in zip(function.parameters, arguments) { inner.variables[parameter] = try value(argument, scope) }
-        for binding in function.bindings { inner.variables[binding.name] = try value(binding.value, inner) }
+        for (parameter, argument) in zip(function.parameters, arguments) {
+            inner.variables[parameter] = try value(argument, scope)
+            inner.failedBindings[parameter] = nil
+        }
+        for binding in function.bindings {
+            // Evaluated eagerly (its reads count), but an error is the binding's value.
+            do {
+                inner.variables[binding.name] = try value(binding.value, inner)
+                inner.failedBindings[binding.name] = nil
+            } catch {
+                inner.failedBindings[binding.name] = error
+            }
+        }
         return try value(function.body, inner)
     }
 

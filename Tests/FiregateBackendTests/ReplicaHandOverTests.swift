@@ -23,12 +23,15 @@ final class ReplicaHandOverTests: XCTestCase {
     }
 
     func testAnIdentityTravelsAsABearerTokenThatNamesItAgain() {
-        XCTAssertEqual(CallIdentity.admin.bearerToken, "owner")
-        XCTAssertNil(CallIdentity.unauthenticated.bearerToken)
+        let emulator = AdminCredential(token: nil), secured = AdminCredential(token: "s3cret")
+        XCTAssertEqual(emulator.bearerToken(for: .admin), "owner")
+        XCTAssertEqual(secured.bearerToken(for: .admin), "s3cret")
+        XCTAssertNil(secured.bearerToken(for: .unauthenticated))
         let user = CallIdentity.user(uid: "u1", claims: ["sub": "u1", "user_id": "u1", "role": "editor", "n": 3])
-        let token = user.bearerToken!
+        let token = secured.bearerToken(for: user)!
         XCTAssertEqual(token.split(separator: ".", omittingEmptySubsequences: false).count, 3)
         XCTAssertFalse(token.contains("=") || token.contains("+") || token.contains("/"), "base64url, unpadded")
-        XCTAssertEqual(CallIdentity(token: token), user)
+        XCTAssertEqual(secured.identity(ofToken: token), user)
+        XCTAssertEqual(secured.identity(ofToken: secured.bearerToken(for: .admin)!), .admin)
     }
 }

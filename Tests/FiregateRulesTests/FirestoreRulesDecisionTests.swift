@@ -97,6 +97,50 @@ final class FirestoreRulesDecisionTests: XCTestCase {
 
     let time = RulesValue.timestamp(seconds: 1_700_000_000, nanos: 0)
 
+    /// codelab-rules' final rules: a `let` reading a claim the token lacks holds an error, and
+    /// `||` absorbs it as any other error (the official emulator allows the author).
+    func testALetWhoseValueIsAnErrorIsAbsorbedByTheDecidingSide() throws {
+        let rules = try ruleset("""
+        rules_version = '2';
+        service cloud.firestore {
+          match /databases/{database}/documents {
+            function canRead() {
+              let isAuthor = resource.data.author == request.auth.uid;
+              let isModerator = request.auth.token.isModerator == true;
+              return isAuthor || isModerator;
+            }
+            function strict() {
+              let isModerator = request.auth.token.isModerator == true;
+              return isModerator && true;
+            }
+            function shadowed(isModerator) {
+              let isModerator = request.auth.token.isModerator == true;
+              return false || isModerator;
+            }
+            match /posts/{id} { allow get: if canRead(); }
+            match /strict/{id} { allow get: if strict(); }
+            match /shadowed/{id} { allow get: if shadowed(true); }
+          }
+        }
+        """)
+        func path(_ tail: String) -> [String] { ["databases", "(default)", "documents"] + tail.split(separator: "/").map(String.init) }
+        func auth(_ uid: String, _ claims: [String: RulesValue] = [:]) -> RulesValue { .map(["uid": .string(uid), "token": .map(claims)]) }
+        let post = Table(["databases/(default)/documents/posts/p": ["author": .string("alice")]])
+        func decide(_ tail: String, _ who: RulesValue) -> FirestoreRulesDecision {
+            let resource = post.resource(at: path("posts/p"), after: false)
+            return rules.decide(FirestoreRulesRequest(method: .get, path: path(tail), auth: who, time: time, resource: resource ?? .null), reader: post)
+        }
+        XCTAssertTrue(decide("posts/p", auth("alice")).allowed)
+        XCTAssertTrue(decide("posts/p", auth("bob", ["isModerator": .bool(true)])).allowed)
+        let bob = decide("posts/p", auth("bob"))
+        XCTAssertFalse(bob.allowed)
+        XCTAssertTrue(bob.message.contains("Property isModerator is undefined on object."), bob.message)
+        XCTAssertFalse(decide("strict/p", auth("alice")).allowed)
+        XCTAssertTrue(decide("strict/p", auth("alice", ["isModerator": .bool(true)])).allowed)
+        // The failed binding shadows the parameter of the same name: still an error, still denied.
+        XCTAssertFalse(decide("shadowed/p", auth("alice")).allowed)
+    }
+
     func testEveryCompleteMatchIsTriedAndAnyAllowGrants() throws {
         let rules = try ruleset("""
         rules_version = '2';

@@ -1,28 +1,17 @@
 import FiregateModel
 import Foundation
 
-/// Who a request or connection speaks for, as the emulators read it (DESIGN §1.5–1.7):
-/// `owner` is the admin, a JWT is the user it names (its signature and algorithm are not
-/// checked, as in the emulators), nothing is unauthenticated. Security rules judge by it.
+/// Who a request or connection speaks for, as the emulators read it: the admin (whose
+/// credential `AdminCredential` decides), a JWT's user (its signature and algorithm are not
+/// checked, as in the emulators), or nobody. Security rules judge by it.
 public enum CallIdentity: Sendable, Equatable {
     case admin
     case user(uid: String, claims: JSON)
     case unauthenticated
 
-    public init(authorization: String?) {
-        guard let authorization, authorization.lowercased().hasPrefix("bearer ") else {
-            self = .unauthenticated
-            return
-        }
-        self.init(token: authorization.dropFirst("bearer ".count).trimmingCharacters(in: .whitespaces))
-    }
-
-    /// The identity of a bare token: `owner`, or a JWT naming a user (else unauthenticated).
-    public init(token: String) {
-        if token == "owner" {
-            self = .admin
-            return
-        }
+    /// The user a token names when it is a JWT with `sub` or `user_id`; else nobody. Never the
+    /// admin: that is for `AdminCredential.identity(ofToken:)` to say.
+    public init(userToken token: String) {
         guard let claims = CallIdentity.claims(ofJWT: token),
               let uid = claims.member("user_id")?.stringValue ?? claims.member("sub")?.stringValue, !uid.isEmpty
         else {
@@ -37,20 +26,28 @@ public enum CallIdentity: Sendable, Equatable {
         return nil
     }
 
-    /// A bearer token naming this identity, for a request one replica makes for a caller on
-    /// another: `owner` for the admin, an unsigned JWT of the user's claims (the emulator reads
-    /// JWTs without checking signatures, as the official emulators do), nil for nobody.
-    public var bearerToken: String? {
-        switch self {
-        case .admin: return "owner"
-        case .unauthenticated: return nil
-        case .user(_, let claims):
-            func part(_ json: JSON) -> String {
-                Data(JSONWriter.bytes(json)).base64EncodedString()
-                    .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
-            }
-            return part(["alg": "none", "typ": "JWT"]) + "." + part(claims) + "."
+    /// An unsigned JWT of a user's claims, for a request one replica makes for a caller on
+    /// another (the emulator reads JWTs without checking signatures, as the official emulators
+    /// do); nil for anyone else.
+    var userBearerToken: String? {
+        guard case .user(_, let claims) = self else { return nil }
+        func part(_ json: JSON) -> String {
+            Data(JSONWriter.bytes(json)).base64EncodedString()
+                .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
         }
+        return part(["alg": "none", "typ": "JWT"]) + "." + part(claims) + "."
+    }
+
+    /// The token of an `Authorization: Bearer …` header ("Bearer" in any case).
+    public static func bearerToken(_ authorization: String?) -> String? {
+        guard let authorization else { return nil }
+        // "Bearer " in any case, compared without lowercasing the whole header.
+        let scheme = authorization.utf8.prefix(7)
+        guard scheme.count == 7, zip(scheme, "bearer ".utf8).allSatisfy({ $0 | 0x20 == $1 }) else { return nil }
+        var token = authorization.utf8.dropFirst(7)
+        while token.first == UInt8(ascii: " ") { token = token.dropFirst() }
+        while token.last == UInt8(ascii: " ") { token = token.dropLast() }
+        return String(Substring(token))
     }
 
     /// The payload of a JWT (`header.payload.signature`, base64url), when it is a JSON object.

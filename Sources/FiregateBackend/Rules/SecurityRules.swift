@@ -51,7 +51,7 @@ public final class SecurityRules: Sendable {
     public let decisions: RulesDecisionLog
     let clock: ServerClock
     private let observers = Mutex<[@Sendable (RulesChange) -> Void]>([])
-    let adminToken = Mutex<String?>(nil)
+    private let adminCredential = Mutex(AdminCredential(token: nil))
     private let tokens = Mutex<[String: (CallIdentity, auth: RulesValue)]>([:])
 
     public init(clock: ServerClock) {
@@ -141,18 +141,25 @@ public enum RulesChange: Sendable, Equatable {
 }
 
 extension SecurityRules {
-    /// Who a bearer token names (DESIGN §1.7): `owner` and the admin token are the admin; a JWT
+    /// Who is the admin on this server (`--admin-token`, else the emulators' `owner`).
+    public var admin: AdminCredential { adminCredential.withLock { $0 } }
+
+    /// `--admin-token`: the token alone is then the admin, on every surface.
+    public func trust(adminToken token: String?) {
+        adminCredential.withLock { $0 = AdminCredential(token: token) }
+        tokens.withLock { $0.removeAll() }
+    }
+
+    /// Who a bearer token names: the admin's credential is the admin (`AdminCredential`); a JWT
     /// is taken at face value (signature, `alg` and `exp` unchecked, as the emulators do);
     /// no token is unauthenticated; anything else is refused (401) — but only where rules
-    /// judge, so a server without rules accepts every token as before.
+    /// judge, so a server without rules accepts every token as before. `owner` on a server with
+    /// an admin token is an ordinary unauthenticated caller, never refused for its shape.
     public func caller(token: String?, judged: Bool, surface: String, client: String? = nil) throws(FiregateError) -> RulesCaller {
         guard let token, !token.isEmpty else { return RulesCaller(identity: .unauthenticated, surface: surface, client: client) }
-        if let adminToken = adminToken.withLock({ $0 }), token == adminToken {
-            return RulesCaller(identity: .admin, surface: surface, client: client)
-        }
         let (identity, auth) = identity(ofToken: token)
-        if judged, identity == .unauthenticated {
-            throw FiregateError(.unauthenticated, "The bearer token is neither `owner` nor a JWT (header.payload.signature, base64url) naming a user (sub or user_id).")
+        if judged, identity == .unauthenticated, token != AdminCredential.emulatorOwner {
+            throw FiregateError(.unauthenticated, "The bearer token is neither the admin's nor a JWT (header.payload.signature, base64url) naming a user (sub or user_id).")
         }
         return RulesCaller(identity: identity, surface: surface, client: client, auth: auth)
     }
@@ -161,7 +168,7 @@ extension SecurityRules {
     /// token with every request and decoding it costs more than judging.
     func identity(ofToken token: String) -> (CallIdentity, auth: RulesValue) {
         if let known = tokens.withLock({ $0[token] }) { return known }
-        let identity = CallIdentity(token: token)
+        let identity = admin.identity(ofToken: token)
         let known = (identity, RulesCaller.auth(of: identity))
         tokens.withLock { tokens in
             if tokens.count >= 256 { tokens.removeAll(keepingCapacity: true) }
@@ -172,18 +179,6 @@ extension SecurityRules {
 
     /// The token of an `Authorization: Bearer …` header.
     public static func bearerToken(_ authorization: String?) -> String? {
-        guard let authorization else { return nil }
-        // "Bearer " in any case, compared without lowercasing the whole header.
-        let scheme = authorization.utf8.prefix(7)
-        guard scheme.count == 7, zip(scheme, "bearer ".utf8).allSatisfy({ $0 | 0x20 == $1 }) else { return nil }
-        var token = authorization.utf8.dropFirst(7)
-        while token.first == UInt8(ascii: " ") { token = token.dropFirst() }
-        while token.last == UInt8(ascii: " ") { token = token.dropLast() }
-        return String(Substring(token))
-    }
-
-    /// `--admin-token`: requests bearing it act as the admin, bypassing rules.
-    public func trust(adminToken token: String?) {
-        adminToken.withLock { $0 = token }
+        CallIdentity.bearerToken(authorization)
     }
 }

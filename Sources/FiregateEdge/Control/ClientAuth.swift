@@ -1,8 +1,10 @@
+import FiregateBackend
 import FiregateModel
 
 /// The signed-in user of a client (`PUT /clients/{id}/auth`): uid, token, custom claims
-/// (merged into the token the rules see) and when the token expires; the token `owner` makes
-/// the client the admin, whom rules do not judge. Kept across restarts with persistence (FirebaseAuth keeps the user on disk). A
+/// (merged into the token the rules see) and when the token expires; the admin's credential
+/// (`owner`, or the server's admin token when it has one) makes the client the admin, whom
+/// rules do not judge. Kept across restarts with persistence (FirebaseAuth keeps the user on disk). A
 /// token past its expiry cannot be refreshed by the emulated app, so writes wait for a new one.
 public struct ClientAuth: Sendable, Equatable {
     public var uid: String?
@@ -42,8 +44,12 @@ public struct ClientAuth: Sendable, Equatable {
             guard case .object = claims else { throw .invalidArgument("claims must be a JSON object.") }
             auth.claims = claims
         }
-        guard auth.uid != nil || auth.token == "owner" else {
-            guard auth.token == nil, auth.expiresAt == nil, auth.claims == nil else { throw .invalidArgument("A token needs a uid (or is \"owner\").") }
+        // A token alone is an admin credential (`owner`, or the server's admin token: the
+        // server decides whether it is the admin); a user's token comes with the user's uid.
+        guard auth.uid != nil || auth.token.map({ CallIdentity(userToken: $0) == .unauthenticated }) == true else {
+            guard auth.token == nil, auth.expiresAt == nil, auth.claims == nil else {
+                throw .invalidArgument("A token naming a user needs the user's uid (a token alone is the admin's credential).")
+            }
             return nil
         }
         return auth

@@ -52,7 +52,7 @@ struct FirestoreGRPCService: Sendable {
         if request.headers[HTTPField.Name("grpc-encoding")!].map({ $0 != "identity" }) ?? false {
             status = .unimplemented("Request compression is not supported; send messages uncompressed (grpc-encoding: identity).")
         } else if let scope = GRPCConnections.scope(of: request.headers) {
-            let identity = CallIdentity(authorization: request.headers[.authorization])
+            let identity = backend.rules.admin.identity(authorization: request.headers[.authorization])
             ticket = await admit(scope, request.headers, identity, channel)
             if ticket == nil { status = .unavailable("The network is offline for \(scope.name) (a Firegate network switch).") }
         }

@@ -182,7 +182,7 @@ final class GRPCFastPath: ChannelInboundHandler {
         guard !service.backend.rules.isActive, let scope = routedScope(headers) else { return false }
         if connection == nil { connection = service.connections.connection(ofConnection: context.channel) }
         guard let ticket = connection!.begin(scope, caller: {
-            (headers.first(name: "x-firebase-gmpid"), headers.first(name: "user-agent"), CallIdentity(authorization: headers.first(name: "authorization")))
+            (headers.first(name: "x-firebase-gmpid"), headers.first(name: "user-agent"), service.backend.rules.admin.identity(authorization: headers.first(name: "authorization")))
         }) else { return false }
         guard ticket.latency == .zero else {
             ticket.end()
@@ -242,7 +242,7 @@ final class GRPCFastPath: ChannelInboundHandler {
         if connection == nil { connection = service.connections.connection(ofConnection: context.channel) }
         // Offline: the full path waits for the network, then refuses; delayed: it paces every frame.
         guard let entryID = connection!.entry(scope, caller: {
-            (headers.first(name: "x-firebase-gmpid"), headers.first(name: "user-agent"), CallIdentity(authorization: headers.first(name: "authorization")))
+            (headers.first(name: "x-firebase-gmpid"), headers.first(name: "user-agent"), service.backend.rules.admin.identity(authorization: headers.first(name: "authorization")))
         }), service.connections.registry.admitUndelayed(entryID, method: call.method.rawValue) else {
             return handOver(stream, context: context)
         }

@@ -1,3 +1,4 @@
+import FiregateBackend
 import FiregateModel
 import Hummingbird
 
@@ -25,7 +26,7 @@ struct AdminToken: Sendable {
         guard let presented else {
             return FiregateError(.unauthenticated, "This route needs the admin token: send Authorization: Bearer <token> or ?admin_token=<token>.")
         }
-        guard AdminToken.equal(presented, token) else { return FiregateError(.unauthenticated, "The admin token is wrong.") }
+        guard AdminCredential(token: token).isAdmin(presented) else { return FiregateError(.unauthenticated, "The admin token is wrong.") }
         return nil
     }
 
@@ -40,13 +41,5 @@ struct AdminToken: Sendable {
         let subpath = rest[slash...]
         if subpath.hasPrefix("/v1/") || subpath.hasSuffix(".json") || subpath.hasPrefix("/namedQueries/") { return false }
         return !["/onDisconnect", "/keepSynced", "/transaction", "/auth", "/snapshotsInSync"].contains(subpath)
-    }
-
-    /// Compares without stopping at the first difference.
-    static func equal(_ a: String, _ b: String) -> Bool {
-        let x = Array(a.utf8), y = Array(b.utf8)
-        var difference = x.count ^ y.count
-        for i in 0..<min(x.count, y.count) { difference |= Int(x[i] ^ y[i]) }
-        return difference == 0
     }
 }

@@ -37,7 +37,7 @@ struct RealtimeSockets: Sendable {
         } catch {
             return refuse(context, status: "400 Bad Request", error.message)
         }
-        let identity = CallIdentity(authorization: request.headers["authorization"])
+        let identity = backend.rules.admin.identity(authorization: request.headers["authorization"])
         let id = registry.reserveID()
         let appID = request.headers["x-firebase-gmpid"].flatMap { $0.isEmpty ? nil : $0 } ?? request.parameters["p"]
         let info = ConnectionInfo(id: id, protocol: "rtdb-websocket", appId: appID, userAgent: request.headers["user-agent"],

@@ -15,7 +15,7 @@ struct OwnerCommitSender: RemoteCommitSender {
         guard let target = try forwarding.target(.documents(project: database.project, database: database.database)) else { return nil }
         let answer = try await forwarding.call(.POST, FirestoreGRPCService.restURI(database, verb: "commit"),
                                                json: ["writes": .array(writes.map { $0.json(database: database) })],
-                                               authorization: identity.bearerToken.map { "Bearer \($0)" },
+                                               authorization: forwarding.admin.bearerToken(for: identity).map { "Bearer \($0)" },
                                                receipt: try forwarding.stamped(receipt), to: target)
         return try CommitResult(restJSON: answer)
     }

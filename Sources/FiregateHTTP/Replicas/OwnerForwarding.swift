@@ -1,3 +1,4 @@
+import FiregateBackend
 import FiregateModel
 import Foundation
 import FiregateStore
@@ -17,6 +18,8 @@ struct OwnerForwarding: Sendable {
     /// `--cluster-secret`: what a forwarded request must carry (none configured: none).
     let secret: String?
     var client = ForwardingClient()
+    /// Who is the admin: a caller the admin is forwarded with its credential.
+    var admin = AdminCredential(token: nil)
     /// Edge clients' queued writes being committed here for other replicas.
     let queuedWrites = QueuedWrites()
 

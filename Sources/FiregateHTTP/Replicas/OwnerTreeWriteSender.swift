@@ -15,7 +15,7 @@ struct OwnerTreeWriteSender: RemoteTreeWriteSender {
     func write(namespace: String, _ request: TreeWriteRequest, as caller: RulesCaller) async throws(FiregateError) -> TreeWriteOutcome? {
         guard let target = try forwarding.target(.tree(namespace: namespace)) else { return nil }
         let answer = try await forwarding.call(.POST, Self.uri, json: TreeWriteWire.request(namespace: namespace, request, caller: caller),
-                                               authorization: caller.identity.bearerToken.map { "Bearer \($0)" },
+                                               authorization: forwarding.admin.bearerToken(for: caller.identity).map { "Bearer \($0)" },
                                                receipt: try forwarding.stamped(request.receipt), to: target)
         return try TreeWriteWire.outcome(answer)
     }
@@ -33,7 +33,7 @@ struct ReplicaTreeWriteRoute {
             throw FiregateError(.permissionDenied, "\(OwnerTreeWriteSender.uri) takes tree writes from other replicas only.")
         }
         var (namespace, write, surface, client) = try TreeWriteWire.request(try await request.jsonObjectBody())
-        let caller = RulesCaller(identity: CallIdentity(authorization: request.headers[.authorization]), surface: surface, client: client)
+        let caller = RulesCaller(identity: backend.rules.admin.identity(authorization: request.headers[.authorization]), surface: surface, client: client)
         write.receipt = try QueuedWrites.receipt(request.headers, forwarding: forwarding)
         let backend = backend
         let run = { () async throws(FiregateError) -> JSON in

@@ -63,7 +63,7 @@ struct RulesRoutes: Sendable {
 
     // MARK: Tree
 
-    /// `/.settings/rules.json?ns=`: `PUT` the rules text (JSON with comments) as the owner,
+    /// `/.settings/rules.json?ns=`: `PUT` the rules text (JSON with comments) as the admin,
     /// `GET` it back, `DELETE` to go back to the startup rules. Errors in the tree's shape.
     static func tree(_ request: Request, rules: SecurityRules, defaultNamespace: String) async -> Response {
         do {
@@ -71,13 +71,16 @@ struct RulesRoutes: Sendable {
             let namespace = parameters.first { $0.name == "ns" }?.value ?? defaultNamespace
             try TreeBackend.validateNamespace(namespace)
             let token = SecurityRules.bearerToken(request.headers[.authorization]) ?? parameters.first { $0.name == "auth" }?.value
+            // The rules are the admin's to change; to read too on a server with an admin token.
+            if request.method != .get || rules.admin.token != nil {
+                guard try rules.caller(token: token, judged: true, surface: "rest").identity == .admin else {
+                    throw FiregateError(.unauthenticated, "Unauthorized request.")
+                }
+            }
             switch request.method {
             case .get:
                 return JSONResponse.bytes(Array((rules.realtime(namespace: namespace)?.ruleset.source ?? RulesRoutes.openTreeRules).utf8))
             case .put, .delete:
-                guard try rules.caller(token: token, judged: true, surface: "rest").identity == .admin else {
-                    throw FiregateError(.unauthenticated, "Unauthorized request.")
-                }
                 if request.method == .delete {
                     rules.resetRealtime(namespace: namespace)
                     return JSONResponse.make(["status": "ok"])
