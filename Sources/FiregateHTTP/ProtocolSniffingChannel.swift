@@ -105,9 +105,15 @@ final class PrefaceSniffer: ChannelInboundHandler, RemovableChannelHandler {
     }
 
     /// A graceful shutdown asks every connection to quiesce: one that has sent nothing yet has
-    /// nothing in flight, so it is closed (which decides it) rather than waited for.
+    /// nothing in flight, so it is closed (which decides it) rather than waited for. So is one
+    /// whose client closed its side before its bytes decided anything (remote half-closure is
+    /// allowed: without this the socket stays in CLOSE-WAIT).
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
         if !decided, event is ChannelShouldQuiesceEvent {
+            context.close(promise: nil)
+            return
+        }
+        if !decided, case ChannelEvent.inputClosed = event {
             context.close(promise: nil)
             return
         }

@@ -85,6 +85,11 @@ extension RealtimeSession {
         }
         if !kept { await tree.unsubscribe(subscription) }
         hooks.listensChanged(listenCount)
+        // As production: a query ordered by a child the rules' `.indexOn` does not name is
+        // answered with the warning, which the SDK logs for the developer (admin too).
+        if let query = key.query, rules?.isUnindexed(query, at: key.path, namespace: namespace) == true {
+            return ok(number, ["w": ["no_index"]])
+        }
         return ok(number, [:])
     }
 
@@ -99,13 +104,32 @@ extension RealtimeSession {
         return ok(number)
     }
 
-    /// `g`: the value (or the query's result) at the location.
+    /// `g`: the value (or the query's result) at the location. The SDK's `get()` asks the
+    /// server for `.info/…` too (only listens are served from its local `.info` tree): a socket
+    /// that can ask is connected, and the server's clock is its own.
     private func get(_ number: Int64, _ body: JSON) async throws -> [UInt8] {
+        if let info = RealtimeSession.info(body.member("p")?.stringValue, authenticated: identity != .unauthenticated) {
+            return ok(number, info)
+        }
         let (key, _) = try target(body)
         if let judge = judge() { try judge.read(key.path, query: key.query, root: try await tree.snapshot(namespace: namespace)) }
         let node = try await tree.read(namespace: namespace, path: key.path)
         guard let query = key.query else { return RealtimeOutbound.reply(number, value: node) }
         return RealtimeOutbound.reply(number, value: TreeQueryEvaluator.evaluate(query, on: node).node)
+    }
+
+    /// The value of a `.info` path (nil: not one): `connected`, `serverTimeOffset`,
+    /// `authenticated`, or null for any other child.
+    static func info(_ path: String?, authenticated: Bool) -> JSON? {
+        guard let path else { return nil }
+        let keys = path.split(separator: "/")
+        guard keys.first == ".info" else { return nil }
+        let info: JSON = ["authenticated": .bool(authenticated), "connected": true, "serverTimeOffset": 0]
+        switch keys.count {
+        case 1: return info
+        case 2: return info.member(String(keys[1])) ?? .null
+        default: return .null
+        }
     }
 
     // MARK: Writes

@@ -47,6 +47,8 @@ public final class RealtimeSession: Sendable {
     enum Work: Sendable {
         case request(number: Int64, action: String, body: JSON)
         case disconnect
+        /// Answer nothing before `previous` has run its onDisconnect operations (`ls`).
+        case after(previous: RealtimeSession)
     }
 
     typealias Listen = RealtimeListens.Listen
@@ -60,6 +62,9 @@ public final class RealtimeSession: Sendable {
         var nextGeneration = 0
         var onDisconnect = OnDisconnectList()
         var closed = false
+        /// Whether the onDisconnect operations have run, and who waits for them.
+        var disconnected = false
+        var disconnectWaiters: [CheckedContinuation<Void, Never>] = []
     }
 
     let tree: TreeBackend
@@ -162,6 +167,8 @@ public final class RealtimeSession: Sendable {
                 await answer(number, action: action, body: body)
             case .disconnect:
                 await runDisconnect()
+            case .after(let previous):
+                await previous.disconnected()
             }
         }
     }
@@ -180,6 +187,27 @@ public final class RealtimeSession: Sendable {
             return !state.closed
         }
         if first { enqueue(.disconnect) }
+    }
+
+    /// The SDK reconnected naming this session as its last one (`ls`): it ends now, its
+    /// onDisconnect operations run, and `successor` answers nothing before they have — so
+    /// an old presence write cannot land after the new connection's.
+    public func supersede(by successor: RealtimeSession) {
+        successor.enqueue(.after(previous: self))
+        transport.close(reason: "The client reconnected with a new session.")
+        connectionClosed()
+    }
+
+    /// Returns once the connection has closed and its onDisconnect operations have run.
+    func disconnected() async {
+        await withCheckedContinuation { continuation in
+            let now = state.withLock { state -> Bool in
+                if state.disconnected { return true }
+                state.disconnectWaiters.append(continuation)
+                return false
+            }
+            if now { continuation.resume() }
+        }
     }
 
     /// Forgets the onDisconnect operations (the emulator was reset: they must not write into it).
@@ -203,6 +231,12 @@ public final class RealtimeSession: Sendable {
             // Judged again as it fires, with the identity the connection had last (B7).
             if (try? await tree.write(namespace: namespace, request, judge: judge(), forwardingAs: caller)) != nil { hooks.onDisconnectRan(operation) }
         }
+        let waiters = state.withLock { state in
+            state.disconnected = true
+            defer { state.disconnectWaiters = [] }
+            return state.disconnectWaiters
+        }
+        for waiter in waiters { waiter.resume() }
     }
 
     // MARK: Pushes

@@ -8,6 +8,7 @@ tests run on a server of their own: a loaded ruleset changes how every request i
 """
 import base64
 import json
+import queue
 import time
 import uuid
 from pathlib import Path
@@ -493,8 +494,11 @@ def test_a_reload_that_takes_access_away_ends_every_kind_of_stream(server):
                                    response_deserializer=fs.ListenResponse.deserialize)
     name = f"projects/{project}/databases/{DB}/documents/rooms/x"
     request = fs.ListenRequest(database=f"projects/{project}/databases/{DB}", add_target={"target_id": 5, "documents": {"documents": [name]}})
-    responses = listen(iter([request]), metadata=[("authorization", f"Bearer {jwt('alice')}"),
-                                                  ("google-cloud-resource-prefix", f"projects/{project}/databases/{DB}")], timeout=20)
+    # The request side stays open (as a real client's does while it listens): a half-close ends a Listen.
+    pending = queue.Queue()
+    pending.put(request)
+    responses = listen(iter(pending.get, None), metadata=[("authorization", f"Bearer {jwt('alice')}"),
+                                                          ("google-cloud-resource-prefix", f"projects/{project}/databases/{DB}")], timeout=20)
     while next(responses).target_change.target_change_type != fs.TargetChange.TargetChangeType.CURRENT:
         pass
     cid = "c-" + uuid.uuid4().hex[:8]
@@ -524,6 +528,7 @@ def test_a_reload_that_takes_access_away_ends_every_kind_of_stream(server):
     finally:
         for closable in (tree_stream, doc_stream, edge_stream, sock):
             closable.close()
+        pending.put(None)
         responses.cancel()
         channel.close()
 

@@ -53,18 +53,22 @@ public final class TreeRulesJudge: TreeWriteJudge, Sendable {
     /// A query ordered by a child (or by value) that `.indexOn` does not name works, as in the
     /// emulator, and is logged with the SDK's warning, once per location and order.
     private func warnIfUnindexed(_ path: TreePath, _ query: TreeQuery?) {
-        let orderBy: String?
-        switch query?.index {
-        case .child(let child)?: orderBy = child.joined
-        case .value?: orderBy = ".value"
-        default: orderBy = nil
-        }
+        let orderBy = TreeRulesJudge.indexName(query)
         guard let warning = release.ruleset.missingIndexWarning(at: path.keys, orderBy: orderBy),
               release.warned.withLock({ $0.insert(path.description + "|" + (orderBy ?? "")).inserted }) else { return }
         TreeRulesJudge.logger.warning("\(warning)", metadata: ["namespace": .string(namespace)])
     }
 
     static let logger = Logger(label: "firegate.rules")
+
+    /// What `.indexOn` names for a query's order: the child, `.value`, or nil (key, priority).
+    static func indexName(_ query: TreeQuery?) -> String? {
+        switch query?.index {
+        case .child(let child)?: child.joined
+        case .value?: ".value"
+        default: nil
+        }
+    }
 
     /// RTDB's denial: REST answers 401 `{"error":"Permission denied"}` (B8).
     public static let denied = FiregateError(.permissionDenied, "Permission denied", httpStatus: 401)
@@ -138,6 +142,13 @@ struct TreeRulesData: RealtimeRulesData {
 }
 
 extension SecurityRules {
+    /// Whether `query` at `path` orders by a child (or by value) that the namespace's rules do
+    /// not index: the socket answers its listen with production's `no_index` warning.
+    public func isUnindexed(_ query: TreeQuery, at path: TreePath, namespace: String) -> Bool {
+        guard let release = realtime(namespace: namespace) else { return false }
+        return release.ruleset.missingIndexWarning(at: path.keys, orderBy: TreeRulesJudge.indexName(query)) != nil
+    }
+
     /// The judge of `caller`'s requests to `namespace`, or nil when they are not judged.
     public func treeJudge(_ namespace: String, caller: RulesCaller) -> TreeRulesJudge? {
         guard isActive, caller.identity != .admin, let release = realtime(namespace: namespace) else { return nil }

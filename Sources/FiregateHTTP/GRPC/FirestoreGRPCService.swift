@@ -51,9 +51,10 @@ struct FirestoreGRPCService: Sendable {
         var ticket: GRPCCallTicket?
         if request.headers[HTTPField.Name("grpc-encoding")!].map({ $0 != "identity" }) ?? false {
             status = .unimplemented("Request compression is not supported; send messages uncompressed (grpc-encoding: identity).")
-        } else if let scope = GRPCConnections.scope(of: request.headers) {
-            let identity = backend.rules.admin.identity(authorization: request.headers[.authorization])
-            ticket = await admit(scope, request.headers, identity, channel)
+        } else if let scope = await GRPCConnections.scope(of: request.headers, orFirstMessageOf: &requests) {
+            let caller = GRPCCaller(scope, appID: request.headers[HTTPField.Name("x-firebase-gmpid")!], authorization: request.headers[.authorization],
+                                    userAgent: request.headers[.userAgent])
+            ticket = await admit(caller, channel)
             if ticket == nil { status = .unavailable("The network is offline for \(scope.name) (a Firegate network switch).") }
         }
         var caller: RulesCaller?
@@ -86,13 +87,11 @@ struct FirestoreGRPCService: Sendable {
     /// A call the switch refuses waits up to a second for the network to come back before it
     /// fails UNAVAILABLE, like a connection attempt timing out: clients that retry at once
     /// (the Python client's Listen) do not spin.
-    func admit(_ scope: DatabaseID, _ headers: HTTPFields, _ identity: CallIdentity, _ channel: any Channel) async -> GRPCCallTicket? {
+    func admit(_ caller: GRPCCaller, _ channel: any Channel) async -> GRPCCallTicket? {
         let connection = connections.connection(of: channel)
         let deadline = ContinuousClock.now + .seconds(1)
         while true {
-            if let ticket = connection.begin(scope, caller: { (headers[HTTPField.Name("x-firebase-gmpid")!], headers[.userAgent], identity) }) {
-                return ticket
-            }
+            if let ticket = connection.begin(caller) { return ticket }
             guard ContinuousClock.now < deadline, (try? await Task.sleep(for: .milliseconds(50))) != nil else { return nil }
         }
     }

@@ -8,8 +8,8 @@ import Synchronization
 /// A Listen stream: the client's requests and the database's commits, turned into responses by
 /// `ListenTargets`. One task owns the response side; the requests arrive through `ListenInbox`,
 /// which wakes that task through the feed subscription it waits on. The stream never ends with
-/// OK on the server's initiative: shutdown ends it UNAVAILABLE, so clients reconnect and resume;
-/// nor when the client half-closes (its targets stay followed until it cancels).
+/// OK on the server's initiative: shutdown ends it UNAVAILABLE, so clients reconnect and resume.
+/// A half-close ends it OK (grpc-js's `call.end()` is how the Node SDKs unsubscribe).
 struct FirestoreListenCall {
     let backend: Backend
     let options: ListenOptions
@@ -51,9 +51,11 @@ struct FirestoreListenCall {
                     let (pending, ended) = inbox.take()
                     for request in pending { try await responses.send(all: try targets.handle(request)) }
                     ticket?.setListens(targets.count)
-                    // A half-close only says the client has no more targets to send: the stream
-                    // goes on until the client cancels it or the server ends it.
-                    if case .some(.some(let error)) = ended { return error }
+                    // The request side ended: a half-close (nil) ends the call OK once the
+                    // requests before it are answered; a reset or a bad frame with its status.
+                    // (Waiting on after a half-close also hid a later reset: `ListenInbox.end`
+                    // keeps the first ending, so the stream channel's close went unheard.)
+                    if case .some(let status) = ended { return status }
                     guard let event = await subscription.next() else { return FiregateError.cancelled("The stream was cancelled.") }
                     let out: [ListenResponse]
                     switch event {

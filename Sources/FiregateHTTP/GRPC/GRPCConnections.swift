@@ -5,10 +5,10 @@ import HTTPTypes
 import NIOCore
 import Synchronization
 
-/// The HTTP/2 connections gRPC calls arrive on. Each project/database a connection addresses is
-/// one entry of the connections registry (DESIGN §1.6): a switch that takes it offline ends
-/// that scope's streams with UNAVAILABLE and refuses its new calls, leaving the connection's
-/// other scopes alone.
+/// The HTTP/2 connections gRPC calls arrive on. Each caller on a connection — the database a
+/// call names, with the call's app id and credential (`GRPCCaller`) — is one entry of the
+/// connections registry: a switch that takes it offline ends that caller's streams with
+/// UNAVAILABLE and refuses its new calls, leaving the connection's other callers alone.
 final class GRPCConnections: Sendable {
     let registry: ConnectionRegistry
     let metrics: ServerMetrics
@@ -71,6 +71,28 @@ final class GRPCConnections: Sendable {
         scope(prefix: headers[HTTPField.Name("google-cloud-resource-prefix")!], params: headers[HTTPField.Name("x-goog-request-params")!])
     }
 
+    /// The database a call addresses: from its metadata, else from its first message (every
+    /// Firestore request names its database, document or parent in field 1 — inside the
+    /// document for UpdateDocument), which is read ahead and kept for the method.
+    static func scope(of headers: HTTPFields, orFirstMessageOf requests: inout GRPCMessageReader) async -> DatabaseID? {
+        if let scope = scope(of: headers) { return scope }
+        guard let first = await requests.peek() else { return nil }
+        return scope(ofMessage: first)
+    }
+
+    static func scope(ofMessage message: ByteBuffer) -> DatabaseID? {
+        var bytes = message
+        for _ in 0..<2 {
+            guard let field = ProtobufFirstField.lengthDelimited(number: 1, in: bytes) else { return nil }
+            if let name = field.getString(at: field.readerIndex, length: field.readableBytes), name.hasPrefix("projects/") {
+                let database = name.split(separator: "/", omittingEmptySubsequences: false).prefix(4).joined(separator: "/")
+                return try? FirestoreResourceName.database(database)
+            }
+            bytes = field  // UpdateDocumentRequest: the document, whose field 1 is its name
+        }
+        return nil
+    }
+
     static func scope(prefix: String?, params: String?) -> DatabaseID? {
         if let prefix, let id = try? FirestoreResourceName.database(prefix) { return id }
         guard let params else { return nil }
@@ -85,7 +107,25 @@ final class GRPCConnections: Sendable {
     }
 }
 
-/// One HTTP/2 connection's scopes and the calls running in each.
+/// Who a call comes from on its connection: the database it names and its own metadata. grpc-js
+/// puts every Firestore instance of a process on one connection, and each call carries its
+/// instance's `x-firebase-gmpid` and `authorization`: each caller is an entry of its own, so a
+/// switch matching one app or user ends and refuses that caller's calls only.
+struct GRPCCaller: Hashable, Sendable {
+    let database: DatabaseID
+    let appID: String?
+    let authorization: String?
+    let userAgent: String?
+
+    init(_ database: DatabaseID, appID: String?, authorization: String?, userAgent: String?) {
+        self.database = database
+        self.appID = appID.flatMap { $0.isEmpty ? nil : $0 }
+        self.authorization = authorization
+        self.userAgent = userAgent
+    }
+}
+
+/// One HTTP/2 connection's callers and the calls running for each.
 final class GRPCConnection: Sendable {
     private struct Scope {
         let entryID: String
@@ -93,7 +133,7 @@ final class GRPCConnection: Sendable {
     }
 
     private struct State {
-        var scopes: [DatabaseID: Scope] = [:]
+        var scopes: [GRPCCaller: Scope] = [:]
         var nextCall = 0
     }
 
@@ -106,49 +146,51 @@ final class GRPCConnection: Sendable {
         self.peer = peer
     }
 
-    typealias Caller = () -> (appID: String?, userAgent: String?, identity: CallIdentity)
-
-    /// Admits a call on `scope`, opening its registry entry on first use (described by `caller`,
-    /// read only then); nil while a network switch holds the scope offline.
-    func begin(_ scope: DatabaseID, caller: Caller) -> GRPCCallTicket? {
+    /// Admits a call of `caller`, opening its registry entry on first use; nil while a network
+    /// switch holds that caller offline.
+    func begin(_ caller: GRPCCaller) -> GRPCCallTicket? {
         state.withLock { state -> GRPCCallTicket? in
-            guard let entryID = entry(scope, in: &state, caller: caller) else { return nil }
+            guard let entryID = entry(caller, in: &state) else { return nil }
             state.nextCall += 1
-            let ticket = GRPCCallTicket(registry: registry, entryID: entryID, connection: self, scope: scope, number: state.nextCall)
-            state.scopes[scope]!.calls[state.nextCall] = ticket
+            let ticket = GRPCCallTicket(registry: registry, entryID: entryID, connection: self, caller: caller, number: state.nextCall)
+            state.scopes[caller]!.calls[state.nextCall] = ticket
             return ticket
         }
     }
 
-    /// The registry entry of `scope` for a call that needs no ticket (a unary call answered on
-    /// the event loop, which nothing ends early); nil while a switch holds the scope offline.
-    func entry(_ scope: DatabaseID, caller: Caller) -> String? {
-        state.withLock { state in entry(scope, in: &state, caller: caller) }
+    /// The registry entry of `caller` for a call that needs no ticket (a unary call answered on
+    /// the event loop, which nothing ends early); nil while a switch holds it offline.
+    func entry(_ caller: GRPCCaller) -> String? {
+        state.withLock { state in entry(caller, in: &state) }
     }
 
-    /// Whether `entryID` is still `scope`'s entry: a drop closes it, and a call admitted before
+    /// Whether `entryID` is still `caller`'s entry: a drop closes it, and a call admitted before
     /// then ends UNAVAILABLE, as its connection would have.
-    func isOpen(_ scope: DatabaseID, entryID: String) -> Bool {
-        state.withLock { $0.scopes[scope]?.entryID == entryID }
+    func isOpen(_ caller: GRPCCaller, entryID: String) -> Bool {
+        state.withLock { $0.scopes[caller]?.entryID == entryID }
     }
 
-    private func entry(_ scope: DatabaseID, in state: inout State, caller: Caller) -> String? {
-        if let existing = state.scopes[scope]?.entryID { return existing }
-        let (appID, userAgent, identity) = caller()
-        let info = ConnectionInfo(protocol: "firestore-grpc", appId: appID, userAgent: userAgent, peer: peer,
-                                  project: scope.project, database: scope.database, namespace: nil, uid: identity.uid)
-        guard let entryID = registry.open(info, drop: { [weak self] error in self?.drop(scope, error) }) else { return nil }
-        state.scopes[scope] = Scope(entryID: entryID)
+    private func entry(_ caller: GRPCCaller, in state: inout State) -> String? {
+        if let existing = state.scopes[caller]?.entryID { return existing }
+        let identity = registry.backend.rules.admin.identity(authorization: caller.authorization)
+        let info = ConnectionInfo(protocol: "firestore-grpc", appId: caller.appID, userAgent: caller.userAgent, peer: peer,
+                                  project: caller.database.project, database: caller.database.database, namespace: nil, uid: identity.uid)
+        guard let entryID = registry.open(info, drop: { [weak self] error in self?.drop(caller, error) }) else { return nil }
+        state.scopes[caller] = Scope(entryID: entryID)
         return entryID
     }
 
     func end(_ ticket: GRPCCallTicket) {
-        state.withLock { state in _ = state.scopes[ticket.scope]?.calls.removeValue(forKey: ticket.number) }
+        state.withLock { state in
+            guard var scope = state.scopes[ticket.caller] else { return }
+            scope.calls.removeValue(forKey: ticket.number)
+            state.scopes[ticket.caller] = scope
+        }
     }
 
-    /// Ends every call of a scope with `error` and closes its entry; the next call opens a new one.
-    private func drop(_ scope: DatabaseID, _ error: FiregateError) {
-        guard let removed = state.withLock({ $0.scopes.removeValue(forKey: scope) }) else { return }
+    /// Ends every call of a caller with `error` and closes its entry; its next call opens a new one.
+    private func drop(_ caller: GRPCCaller, _ error: FiregateError) {
+        guard let removed = state.withLock({ $0.scopes.removeValue(forKey: caller) }) else { return }
         registry.close(removed.entryID, reason: error.message)
         for ticket in removed.calls.values { ticket.terminate(error) }
     }
@@ -170,19 +212,22 @@ final class GRPCConnection: Sendable {
 final class GRPCCallTicket: Sendable {
     let registry: ConnectionRegistry
     let entryID: String
-    let scope: DatabaseID
+    let caller: GRPCCaller
     let number: Int
     private weak let connection: GRPCConnection?
     private let termination = Mutex<(hook: (@Sendable (FiregateError) -> Void)?, error: FiregateError?)>((nil, nil))
     private let listens = Mutex(0)
 
-    init(registry: ConnectionRegistry, entryID: String, connection: GRPCConnection, scope: DatabaseID, number: Int) {
+    init(registry: ConnectionRegistry, entryID: String, connection: GRPCConnection, caller: GRPCCaller, number: Int) {
         self.registry = registry
         self.entryID = entryID
         self.connection = connection
-        self.scope = scope
+        self.caller = caller
         self.number = number
     }
+
+    /// The database the call names.
+    var scope: DatabaseID { caller.database }
 
     var latency: Duration { registry.latency(entryID) }
 
@@ -224,5 +269,40 @@ final class GRPCCallTicket: Sendable {
     func end() {
         setListens(0)
         connection?.end(self)
+    }
+}
+
+/// Reads a protobuf message's field without decoding the message (to learn a call's database
+/// before knowing the method's type).
+enum ProtobufFirstField {
+    /// The bytes of the first occurrence of length-delimited field `number`; nil if absent or
+    /// the message is malformed up to it.
+    static func lengthDelimited(number: Int, in message: ByteBuffer) -> ByteBuffer? {
+        var bytes = message
+        while bytes.readableBytes > 0 {
+            guard let key = varint(&bytes) else { return nil }
+            let (field, wireType) = (Int(key >> 3), key & 7)
+            switch wireType {
+            case 0: guard varint(&bytes) != nil else { return nil }
+            case 1: guard bytes.readSlice(length: 8) != nil else { return nil }
+            case 5: guard bytes.readSlice(length: 4) != nil else { return nil }
+            case 2:
+                guard let length = varint(&bytes), length <= UInt64(bytes.readableBytes),
+                      let value = bytes.readSlice(length: Int(length)) else { return nil }
+                if field == number { return value }
+            default: return nil
+            }
+        }
+        return nil
+    }
+
+    private static func varint(_ bytes: inout ByteBuffer) -> UInt64? {
+        var value: UInt64 = 0
+        for shift in stride(from: 0, to: 64, by: 7) {
+            guard let byte = bytes.readInteger(as: UInt8.self) else { return nil }
+            value |= UInt64(byte & 0x7f) << UInt64(shift)
+            if byte & 0x80 == 0 { return value }
+        }
+        return nil
     }
 }

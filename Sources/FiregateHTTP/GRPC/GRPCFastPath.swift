@@ -171,6 +171,12 @@ final class GRPCFastPath: ChannelInboundHandler {
         return scope
     }
 
+    /// Who a call on the loop comes from (its registry entry's key).
+    static func caller(_ scope: DatabaseID, _ headers: HPACKHeaders) -> GRPCCaller {
+        GRPCCaller(scope, appID: headers.first(name: "x-firebase-gmpid"), authorization: headers.first(name: "authorization"),
+                   userAgent: headers.first(name: "user-agent"))
+    }
+
     private func remember(_ name: String, _ database: DatabaseID) {
         if databases.count >= 16 { databases.removeAll() }
         databases[name] = database
@@ -181,9 +187,7 @@ final class GRPCFastPath: ChannelInboundHandler {
         // Judged calls (any ruleset loaded) take the full path, where the rules are.
         guard !service.backend.rules.isActive, let scope = routedScope(headers) else { return false }
         if connection == nil { connection = service.connections.connection(ofConnection: context.channel) }
-        guard let ticket = connection!.begin(scope, caller: {
-            (headers.first(name: "x-firebase-gmpid"), headers.first(name: "user-agent"), service.backend.rules.admin.identity(authorization: headers.first(name: "authorization")))
-        }) else { return false }
+        guard let ticket = connection!.begin(GRPCFastPath.caller(scope, headers)) else { return false }
         guard ticket.latency == .zero else {
             ticket.end()
             return false
@@ -241,12 +245,11 @@ final class GRPCFastPath: ChannelInboundHandler {
         }
         if connection == nil { connection = service.connections.connection(ofConnection: context.channel) }
         // Offline: the full path waits for the network, then refuses; delayed: it paces every frame.
-        guard let entryID = connection!.entry(scope, caller: {
-            (headers.first(name: "x-firebase-gmpid"), headers.first(name: "user-agent"), service.backend.rules.admin.identity(authorization: headers.first(name: "authorization")))
-        }), service.connections.registry.admitUndelayed(entryID, method: call.method.rawValue) else {
+        let caller = GRPCFastPath.caller(scope, headers)
+        guard let entryID = connection!.entry(caller), service.connections.registry.admitUndelayed(entryID, method: call.method.rawValue) else {
             return handOver(stream, context: context)
         }
-        let admitted = Admitted(scope: scope, entryID: entryID)
+        let admitted = Admitted(caller: caller, entryID: entryID)
         call.answering = true
         call.held = []
         calls[stream] = call
@@ -277,7 +280,7 @@ final class GRPCFastPath: ChannelInboundHandler {
 
     /// The registry entry a call was admitted on.
     private struct Admitted {
-        let scope: DatabaseID
+        let caller: GRPCCaller
         let entryID: String
     }
 
@@ -329,8 +332,8 @@ final class GRPCFastPath: ChannelInboundHandler {
     private func respond(_ stream: HTTP2StreamID, _ method: Method, _ outcome: Result<ByteBuffer, FiregateError>, _ admitted: Admitted,
                          started: ContinuousClock.Instant, context: ChannelHandlerContext) {
         var outcome = outcome
-        if case .success = outcome, !connection!.isOpen(admitted.scope, entryID: admitted.entryID) {
-            outcome = .failure(.unavailable("The network went offline for \(admitted.scope.name) (a Firegate network switch)."))
+        if case .success = outcome, !connection!.isOpen(admitted.caller, entryID: admitted.entryID) {
+            outcome = .failure(.unavailable("The network went offline for \(admitted.caller.database.name) (a Firegate network switch)."))
         }
         let status: FiregateError?
         if case .failure(let error) = outcome { status = error } else { status = nil }

@@ -13,7 +13,7 @@ import NIOHTTP2
 ///
 /// The protocol is `FirestoreListenCall`'s: the head at once; the stream never ends OK on the
 /// server's initiative (a network switch, the feed or a shutdown end it UNAVAILABLE); a
-/// half-close leaves the targets followed. Slow readers are bounded: while more than
+/// half-close ends it OK. Slow readers are bounded: while more than
 /// `maxUnsentBytes` of responses wait for the network, the feed is not read (it keeps up to its
 /// buffer, then resynchronises the stream).
 ///
@@ -75,11 +75,11 @@ final class GRPCListenStream {
             return after(delay) { stream in stream.end(error) }
         }
         if endStream {
-            // A half-close says the client has no more targets to send; before any, the call is over.
+            // A half-close is how a client stops listening: grpc-js's `call.end()` (an empty DATA
+            // frame with END_STREAM), which both Node SDKs use to unsubscribe, then waits for the
+            // status. The call ends OK once the requests before it are handled.
             let cut = !deframer.isEmpty
-            after(delay) { stream in
-                if cut { stream.end(.internal("The request ended inside a message.")) } else if stream.targets == nil { stream.end(nil) }
-            }
+            after(delay) { stream in stream.end(cut ? .internal("The request ended inside a message.") : nil) }
         } else if unacknowledgedBytes >= GRPCListenStream.windowUpdateThreshold {
             context.write(NIOAny(HTTP2Frame(streamID: stream, payload: .windowUpdate(windowSizeIncrement: unacknowledgedBytes))), promise: nil)
             unacknowledgedBytes = 0
@@ -168,6 +168,8 @@ final class GRPCListenStream {
 
     /// The stream closed under the call (the client cancelled, the connection went away).
     func closed() {
+        // After `end` the stream closes too (the trailers, then the client's END_STREAM or reset).
+        guard !ended else { return }
         stop(.cancelled("The client cancelled the stream."))
     }
 

@@ -80,9 +80,26 @@ struct GRPCMessageReader {
         self.body = body.makeAsyncIterator()
     }
 
+    /// A message read ahead by `peek()`, or how reading it ended.
+    private var peeked: Result<ByteBuffer?, FiregateError>?
+
+    /// Reads the next message ahead (the call's database, when its metadata does not name it);
+    /// `next()` returns it (or throws what reading it threw). Nil when there is none.
+    mutating func peek() async -> ByteBuffer? {
+        if peeked == nil {
+            do { peeked = .success(try await next()) } catch { peeked = .failure(error) }
+        }
+        if case .success(let message?) = peeked { return message }
+        return nil
+    }
+
     /// The next message's bytes; nil once the client has half-closed. A reset stream throws
     /// CANCELLED; a bad frame throws the status the call ends with.
     mutating func next() async throws(FiregateError) -> ByteBuffer? {
+        if let ahead = peeked {
+            peeked = nil
+            return try ahead.get()
+        }
         while true {
             if let message = try deframer.next() {
                 await ticket?.pace()

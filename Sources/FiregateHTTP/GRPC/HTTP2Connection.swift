@@ -54,7 +54,8 @@ struct HTTP2Connection: Sendable {
 
 /// Ends a connection gracefully when the server asks it to quiesce (shutdown): a GOAWAY naming
 /// the last stream it accepted, then the close once its open streams have ended (Listen and
-/// Write end by themselves with UNAVAILABLE, unary calls when answered).
+/// Write end by themselves with UNAVAILABLE, unary calls when answered). Ends it at once when
+/// the client has closed its side of the socket (see `inputClosed`).
 final class HTTP2GracefulClose: ChannelInboundHandler {
     typealias InboundIn = HTTP2Frame
     typealias InboundOut = HTTP2Frame
@@ -72,6 +73,16 @@ final class HTTP2GracefulClose: ChannelInboundHandler {
         case is StreamClosedEvent:
             open -= 1
             if quiescing, open == 0 { context.close(promise: nil) }
+        case let channelEvent as ChannelEvent where channelEvent == .inputClosed:
+            // The client closed its side of the socket (grpcio's `channel.close()`, a process
+            // that exited). Hummingbird's bootstrap allows remote half-closure, so that is this
+            // event rather than a close, and nothing else in this pipeline acts on it (it was
+            // Hummingbird's `HTTP2ServerConnectionManager` that closed). An HTTP/2 connection
+            // without input is over: no request, WINDOW_UPDATE or PING ack can come. Closing
+            // ends its streams (`GRPCFastPath.channelInactive`, the multiplexer's stream
+            // channels) and, through `closeFuture`, its registry entries (`GRPCConnections`).
+            context.close(promise: nil)
+            return
         case is ChannelShouldQuiesceEvent:
             // Passed on to `GRPCFastPath` (its Listen calls end); stream channels' calls end by
             // themselves (see `StreamQuiesceFilter`).

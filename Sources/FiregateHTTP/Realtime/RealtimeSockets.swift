@@ -3,6 +3,7 @@ import FiregateModel
 import FiregateRealtime
 import Foundation
 import NIOCore
+import Synchronization
 
 /// Opens Realtime Database sockets (DESIGN §1.6): answers the upgrade of `GET /.ws` on the
 /// fast path, registers the connection (refused while a network switch holds it offline —
@@ -17,6 +18,8 @@ struct RealtimeSockets: Sendable {
     let limits = RealtimeLimits()
     /// Bytes waiting to be written to a client before it counts as not reading.
     let maxBacklogBytes = 64 << 20
+    /// Open sessions by the id their hello gave, for a reconnect's `ls`.
+    let sessions = RealtimeSessionDirectory()
 
     init(backend: Backend, registry: ConnectionRegistry, environment: [String: String] = ProcessInfo.processInfo.environment) {
         self.backend = backend
@@ -69,8 +72,13 @@ struct RealtimeSockets: Sendable {
         }
         let accept = "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: \(request.acceptValue)\r\n\r\n"
         context.write(NIOAny(context.channel.allocator.buffer(string: accept)), promise: nil)
+        let sessionID = "\(id)-\(UInt32.random(in: .min ... .max))"
+        let sessions = self.sessions
         let socket = RealtimeSocketHandler(session: session, transport: transport, maxMessageBytes: limits.maxMessageBytes,
-                                           idleTimeout: idleTimeout) { reason in registry.close(id, reason: reason) }
+                                           idleTimeout: idleTimeout) { reason in
+            sessions.remove(sessionID)
+            registry.close(id, reason: reason)
+        }
         do {
             try context.channel.syncOptions?.setOption(ChannelOptions.recvAllocator, value: FastPathHTTP1Channel.receiveBuffers)
             try context.pipeline.syncOperations.addHandler(socket, position: .after(context.handler))
@@ -79,8 +87,14 @@ struct RealtimeSockets: Sendable {
             context.close(promise: nil)
             return
         }
+        // The SDK names its last session (`ls`) so the server cleans it up: a socket the client
+        // left behind ends now and its onDisconnect operations run before this one's requests.
+        if let last = request.parameters["ls"], let previous = sessions.take(last), previous.namespace == namespace {
+            previous.supersede(by: session)
+        }
+        sessions.add(sessionID, session)
         let host = request.headers["host"] ?? "localhost"
-        session.start(serverMillis: backend.clock.nowMicros() / 1000, host: host, sessionID: "\(id)-\(UInt32.random(in: .min ... .max))")
+        session.start(serverMillis: backend.clock.nowMicros() / 1000, host: host, sessionID: sessionID)
         context.flush()
     }
 
@@ -98,5 +112,23 @@ struct RealtimeSockets: Sendable {
         buffer.writeBytes(body)
         let channel = context.channel
         context.writeAndFlush(NIOAny(buffer)).whenComplete { _ in channel.close(promise: nil) }
+    }
+}
+
+/// The open sockets' sessions by the id each hello gave (`s`), which the SDK sends back as `ls`
+/// when it reconnects.
+final class RealtimeSessionDirectory: Sendable {
+    private let sessions = Mutex<[String: RealtimeSession]>([:])
+
+    func add(_ id: String, _ session: RealtimeSession) {
+        sessions.withLock { $0[id] = session }
+    }
+
+    func remove(_ id: String) {
+        _ = sessions.withLock { $0.removeValue(forKey: id) }
+    }
+
+    func take(_ id: String) -> RealtimeSession? {
+        sessions.withLock { $0.removeValue(forKey: id) }
     }
 }
