@@ -460,3 +460,56 @@ def sse_apply(value, kind, data):
     for rel, v in data["data"].items():
         value = _set(value, path + [k for k in rel.split("/") if k], v)
     return value
+
+
+# -- what the SDK expects that its own test suite does not cover (issue 40) ---------------------
+def test_get_on_info_paths_answers_as_a_connected_socket(sock):
+    """The SDK's get() asks the server for .info paths too (its listens are served locally)."""
+    assert sock.request("g", {"p": "/.info/connected", "q": {}}) == {"s": "ok", "d": True}
+    assert sock.request("g", {"p": ".info/serverTimeOffset", "q": {}}) == {"s": "ok", "d": 0}
+    assert sock.request("g", {"p": "/.info/authenticated", "q": {}}) == {"s": "ok", "d": False}
+    assert sock.request("g", {"p": "/.info/nothing", "q": {}}) == {"s": "ok", "d": None}
+    assert sock.request("g", {"p": "/.info", "q": {}}) == {"s": "ok", "d": {"authenticated": False, "connected": True,
+                                                                               "serverTimeOffset": 0}}
+    assert sock.request("auth", {"cred": jwt({"sub": "ann", "user_id": "ann"})})["s"] == "ok"
+    assert sock.request("g", {"p": "/.info/authenticated", "q": {}}) == {"s": "ok", "d": True}
+
+
+def test_a_listen_on_an_order_the_rules_do_not_index_is_answered_with_no_index(base_url, namespace, sock):
+    rules = '{"rules": {".read": true, ".write": true, "indexed": {".indexOn": ["score"]}}}'
+    r = requests.put(f"{base_url}/.settings/rules.json", params={"ns": namespace}, data=rules,
+                     headers={"Authorization": "Bearer owner"}, timeout=TIMEOUT)
+    assert r.status_code == 200, r.text
+    try:
+        unindexed = sock.request("q", {"p": "/plain", "h": "", "q": {"i": "score", "l": 5, "vf": "l"}, "t": 1})
+        assert unindexed == {"s": "ok", "d": {"w": ["no_index"]}}
+        indexed = sock.request("q", {"p": "/indexed", "h": "", "q": {"i": "score", "l": 5, "vf": "l"}, "t": 2})
+        assert indexed == {"s": "ok", "d": {}}
+        by_key = sock.request("q", {"p": "/plain", "h": "", "q": {"i": ".key", "l": 5, "vf": "l"}, "t": 3})
+        assert by_key == {"s": "ok", "d": {}}
+        assert sock.request("q", {"p": "/plain", "h": ""}) == {"s": "ok", "d": {}}
+    finally:
+        requests.delete(f"{base_url}/.settings/rules.json", params={"ns": namespace},
+                        headers={"Authorization": "Bearer owner"}, timeout=TIMEOUT)
+
+
+def test_a_reconnect_naming_its_last_session_ends_it_and_runs_its_ondisconnect_first(base_url, namespace):
+    """The SDK reconnects with ls=<last session>: the old socket (say, one the network left
+    half-open) ends, and its onDisconnect lands before anything the new session writes."""
+    old = RealtimeSocket(base_url, namespace)
+    assert old.request("o", {"p": "/presence/ann", "d": "offline"})["s"] == "ok"
+    assert old.request("p", {"p": "/presence/ann", "d": "online"})["s"] == "ok"
+    new = RealtimeSocket(base_url, namespace, ls=old.hello["s"])
+    try:
+        # Its first write comes after the old session's onDisconnect: online stays.
+        assert new.request("p", {"p": "/presence/ann", "d": "online again"})["s"] == "ok"
+        old.wait_closed()
+        assert rest(base_url, namespace, "presence/ann") == "online again"
+        assert requests.get(f"{base_url}/emulator/v1/connections/{conn_id_of(old)}").status_code == 404
+        # An unknown or foreign session id is ignored.
+        other = RealtimeSocket(base_url, namespace, ls="c999999-1")
+        assert other.request("g", {"p": "/presence/ann", "q": {}}) == {"s": "ok", "d": "online again"}
+        other.close()
+    finally:
+        new.close()
+        old.close()
