@@ -21,6 +21,8 @@ extension Write {
             self.init(path: path, operation: .update(fields: fields, mask: mask), transforms: transforms, precondition: precondition)
         case .delete(let name)?:
             self.init(path: try Write.documentPath(name, database), operation: .delete, precondition: precondition)
+        case .verify(let name)?:
+            self.init(path: try Write.documentPath(name, database), operation: .verify, precondition: precondition)
         case .transform(let transform)?:
             let list = try transform.fieldTransforms.map { item throws(FiregateError) in try FieldTransform(proto: item) }
             self.init(path: try Write.documentPath(transform.document, database), operation: .transform, transforms: list, precondition: precondition)

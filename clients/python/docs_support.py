@@ -342,8 +342,10 @@ class Fs:
     def list_collection_ids(self, parent=None, **body):
         return self.post(f"{self.parent_name(parent)}:listCollectionIds", body)
 
-    def batch_write(self, writes):
-        return self.post(f"{self.root}:batchWrite", {"writes": list(writes)})
+    def batch_write(self, writes, headers=None):
+        """batchWrite is an admin API: sent as the admin (`owner`) unless told otherwise."""
+        return self.post(f"{self.root}:batchWrite", {"writes": list(writes)},
+                         headers={"Authorization": "Bearer owner"} if headers is None else headers)
 
     def reset(self):
         return self.s.delete(f"{self.base}/emulator/v1/projects/{self.project}/databases/{self.database}/documents",

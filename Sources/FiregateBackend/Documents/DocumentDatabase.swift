@@ -275,6 +275,7 @@ public final class DocumentDatabase: Sendable {
         guard writes.count <= DocumentLimits.maxWritesPerCommit else {
             throw .invalidArgument("A maximum of 500 writes allowed per request.")
         }
+        try Write.validateSequence(writes)
         defer { judge?.settle() }  // after the lock is released
         let (result, signal) = try state.withLock { state throws(FiregateError) in try apply(writes, in: &state, companion: companion, judge: judge) }
         return PendingCommit(result: result, signal: signal)
@@ -287,6 +288,7 @@ public final class DocumentDatabase: Sendable {
         guard writes.count <= DocumentLimits.maxWritesPerCommit else {
             throw .invalidArgument("A maximum of 500 writes allowed per request.")
         }
+        try Write.validateSequence(writes)
         let locked = Result { () throws(FiregateError) in try state.withLock { state throws(FiregateError) in
             if let transaction {
                 guard let tx = state.transactions.removeValue(forKey: transaction) else { throw DocumentDatabase.invalidTransaction }
@@ -317,7 +319,7 @@ public final class DocumentDatabase: Sendable {
         }
         var seen = Set<ResourcePath>()
         for write in writes where !seen.insert(write.path).inserted {
-            throw .invalidArgument("Batch write contains multiple writes to the same document: \(id.resourceName(write.path)).")
+            throw .invalidArgument("the same document cannot be written more than once in a single request")
         }
         let pending = state.withLock { state in
             writes.map { write -> Result<(WriteResult, DurabilitySignal), FiregateError> in
@@ -370,7 +372,9 @@ public final class DocumentDatabase: Sendable {
             }
             var updateTime: Timestamp?
             switch write.operation {
-            case .delete, .verify: updateTime = nil
+            case .delete: updateTime = nil
+            // The document's own (unchanged) update time; a missing one's check, the commit's.
+            case .verify: updateTime = existing?.updateTime ?? commitTime
             default: updateTime = outcome.document?.updateTime
             }
             results.append(WriteResult(updateTime: updateTime, transformResults: write.transforms.isEmpty ? nil : outcome.transformResults))

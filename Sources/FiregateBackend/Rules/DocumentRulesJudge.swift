@@ -105,12 +105,17 @@ public final class DocumentRulesJudge: CommitJudge, Sendable {
             let before = reader.stored(write.path)
             let method: RulesMethod
             switch write.operation {
-            case .verify: continue
+            // A transaction's check of a document it read: judged as the read it stands for.
+            case .verify: method = .get
             case .delete: method = .delete
             default: method = before == nil ? .create : .update
             }
             let resource = before ?? .null
-            let result = method == .delete ? RulesValue.null : (reader.after(write.path) ?? .null)
+            let result: RulesValue? = switch method {
+            case .get: nil
+            case .delete: RulesValue.null
+            default: reader.after(write.path) ?? .null
+            }
             let request = FirestoreRulesRequest(method: method, path: RulesValue.documentPath(write.path, database: database), auth: auth,
                                                 time: time, resource: resource, requestResource: result)
             judged.add(method.rawValue, write.path, release.ruleset.decide(request, reader: reader, limits: limits, recordsVisits: true),

@@ -74,7 +74,7 @@ public struct QueryView: Sendable {
             }
         }
         // Keep only what the query's window admits (held-back documents may shift it).
-        let ordered = query.run(over: next.values.map(\.document), database: database).documents
+        let ordered = query.run(over: next.values.map(\.document), database: database, locally: true).documents
         let kept = Set(ordered.map(\.path))
         let nextDocuments = ordered.map { next[$0.path]! }
         nextMutated = nextMutated.intersection(kept)
@@ -118,7 +118,7 @@ public struct QueryView: Sendable {
         var nextMutated = mutatedPaths
         for (path, candidate) in changed {
             let newDoc = candidate.flatMap { doc in
-                query.matches(doc.document, database: database) && query.withinBounds(doc.document, database: database) ? doc : nil
+                query.matches(doc.document, database: database, locally: true) && query.withinBounds(doc.document, database: database) ? doc : nil
             }
             let oldDoc = shown[path]
             let newPending = newDoc.map { $0.hasLocalMutations || (mutatedPaths.contains(path) && $0.hasCommittedMutations) } ?? false

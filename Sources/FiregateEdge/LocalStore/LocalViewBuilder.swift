@@ -72,7 +72,7 @@ public struct LocalViewBuilder {
             // Index order is the query's order: each range's first results are enough.
             let perRange = match.ordered && !query.limitToLast ? query.limit.map { $0 + query.offset } : nil
             let lookup = remote.indexes.lookup(index, match, perRange: perRange, excluded: mutated) { path in
-                guard let doc = document(path), query.matches(doc.document, database: database),
+                guard let doc = document(path), query.matches(doc.document, database: database, locally: true),
                       query.withinBounds(doc.document, database: database) else { return false }
                 byPath[path] = doc
                 return true
@@ -89,7 +89,7 @@ public struct LocalViewBuilder {
             read += 1
             if let doc = document(path) { byPath[path] = doc }
         }
-        let result = query.run(over: byPath.values.map(\.document), database: database).documents
+        let result = query.run(over: byPath.values.map(\.document), database: database, locally: true).documents
         return QueryExecution(documents: result.map { byPath[$0.path]! }, plan: plan, documentsRead: read)
     }
 }

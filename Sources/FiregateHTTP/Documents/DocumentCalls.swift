@@ -186,6 +186,12 @@ enum DocumentCalls {
     }
 
     /// BatchWrite: each write on its own, with a status per write.
+    /// BatchWrite is an admin API (the Admin SDKs' BulkWriter; the client SDKs never call it):
+    /// anyone else is refused, rules or not, as by the official emulator.
+    static func requireAdmin(_ identity: CallIdentity) throws(FiregateError) {
+        guard identity == .admin else { throw FiregateError(.permissionDenied, "Batch writes require admin authentication.") }
+    }
+
     static func batchWrite(_ database: DocumentDatabase, _ body: JSON, judge: DocumentRulesJudge?) async throws(FiregateError) -> JSON {
         let writes = try parseWrites(body, database)
         let results = try await database.batchWrite(writes, judge: judge)

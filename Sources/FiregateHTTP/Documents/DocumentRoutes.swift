@@ -73,6 +73,7 @@ struct DocumentRoutes: Sendable {
         case (.post, "rollback") where target.path.isEmpty:
             return try await rollback(database, request)
         case (.post, "batchWrite") where target.path.isEmpty:
+            try DocumentCalls.requireAdmin(backend.rules.admin.identity(authorization: request.headers[.authorization]))
             return try await batchWrite(database, request, judge)
         case (.post, "runQuery") where !target.path.isCollection:
             return try await runQuery(database, target.path, request, judge)

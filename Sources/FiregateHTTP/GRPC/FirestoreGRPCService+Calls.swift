@@ -187,6 +187,7 @@ extension FirestoreGRPCService {
 
     func batchWrite(_ request: Google_Firestore_V1_BatchWriteRequest) async throws(FiregateError) -> Google_Firestore_V1_BatchWriteResponse {
         let database = database(try FirestoreResourceName.database(request.database))
+        try DocumentCalls.requireAdmin(FirestoreGRPCService.caller?.identity ?? .unauthenticated)
         let json = try request.restJSON()
         if let answer = try await forwarded(database.id, Self.restURI(database.id, verb: "batchWrite"), Self.body(json, without: ["database"])) {
             return try Google_Firestore_V1_BatchWriteResponse(restJSON: answer)

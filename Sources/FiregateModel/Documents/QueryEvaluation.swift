@@ -17,13 +17,17 @@ extension Query {
     /// Membership, filter and ordered-field presence (not the cursors or the window). Implicitly
     /// ordered inequality fields count too: `a > 1 || b == 1` orders by `a`, so `{b: 1}` is out
     /// (JS SDK queryMatchesOrderBy).
-    public func matches(_ document: Document, database: DatabaseID) -> Bool {
+    ///
+    /// `locally`: the SDK's own matcher (a view over its cache), where a null or NaN operand
+    /// equals null or NaN; otherwise the backend's, where it matches nothing (docs/documents.md,
+    /// "Null and NaN in filters").
+    public func matches(_ document: Document, database: DatabaseID, locally: Bool = false) -> Bool {
         guard containsPath(document.path) else { return false }
         for ordering in orderBy where !ordering.field.isDocumentID {
             if document.value(at: ordering.field, database: database) == nil { return false }
         }
         guard let filter else { return true }
-        return filter.matches(document, database: database)
+        return filter.matches(document, database: database, locally: locally)
     }
 
     /// Compares two matching documents by the full order.
@@ -72,8 +76,8 @@ extension Query {
 
     /// Every candidate that matches (filter and cursors), sorted by the query's order — the
     /// result before offset and limit.
-    public func matchingSorted(_ candidates: some Sequence<Document>, database: DatabaseID) -> [Document] {
-        var result = candidates.filter { matches($0, database: database) && withinBounds($0, database: database) }
+    public func matchingSorted(_ candidates: some Sequence<Document>, database: DatabaseID, locally: Bool = false) -> [Document] {
+        var result = candidates.filter { matches($0, database: database, locally: locally) && withinBounds($0, database: database) }
         result.sort { compare($0, $1, database: database) < 0 }
         return result
     }
@@ -91,16 +95,16 @@ extension Query {
     }
 
     /// Runs the whole query over candidate documents: filter, order, cursors, offset, limit.
-    public func run(over candidates: some Sequence<Document>, database: DatabaseID) -> (documents: [Document], skipped: Int) {
-        window(matchingSorted(candidates, database: database))
+    public func run(over candidates: some Sequence<Document>, database: DatabaseID, locally: Bool = false) -> (documents: [Document], skipped: Int) {
+        window(matchingSorted(candidates, database: database, locally: locally))
     }
 }
 
 extension Query.Filter {
-    public func matches(_ document: Document, database: DatabaseID) -> Bool {
+    public func matches(_ document: Document, database: DatabaseID, locally: Bool = false) -> Bool {
         switch self {
-        case .composite(.and, let filters): return filters.allSatisfy { $0.matches(document, database: database) }
-        case .composite(.or, let filters): return filters.contains { $0.matches(document, database: database) }
+        case .composite(.and, let filters): return filters.allSatisfy { $0.matches(document, database: database, locally: locally) }
+        case .composite(.or, let filters): return filters.contains { $0.matches(document, database: database, locally: locally) }
         case .unary(let field, let op):
             let value = document.value(at: field, database: database)
             switch op {
@@ -111,10 +115,33 @@ extension Query.Filter {
             }
         case .field(let field, let op, let operand):
             guard let value = document.value(at: field, database: database) else { return false }
-            return Query.Filter.compare(value, op, operand)
+            return locally ? Query.Filter.compare(value, op, operand) : Query.Filter.compareOnBackend(value, op, operand)
         }
     }
 
+    /// The backend's matching: a null or NaN operand — the value of `==`, `!=`, a range or
+    /// `array-contains`, an element of `in` or `array-contains-any` — matches nothing (the SDK
+    /// sends `== null` and `== NaN` as unary filters; raw requests that do not, and `in [null]`,
+    /// get nothing, as from production and the official emulator); `not-in` with null matches
+    /// nothing. Everything else as the SDK's matcher.
+    static func compareOnBackend(_ value: Value, _ op: Query.FieldOperator, _ operand: Value) -> Bool {
+        switch op {
+        case .equal, .lessThan, .lessThanOrEqual, .greaterThan, .greaterThanOrEqual, .arrayContains:
+            guard !operand.isNullOrNaN else { return false }
+            return compare(value, op, operand)
+        case .notEqual:
+            if operand == .null { return false }
+            return operand.isNaN ? value != .null : compare(value, op, operand)
+        case .in, .arrayContainsAny:
+            guard let elements = operand.arrayElements else { return false }
+            return compare(value, op, .array(elements.filter { !$0.isNullOrNaN }))
+        case .notIn:
+            guard let elements = operand.arrayElements else { return false }
+            return compare(value, op, .array(elements.filter { !$0.isNaN }))
+        }
+    }
+
+    /// The SDK's matcher (core/filter.ts): values compare as they order, null equals null.
     static func compare(_ value: Value, _ op: Query.FieldOperator, _ operand: Value) -> Bool {
         switch op {
         case .notEqual:

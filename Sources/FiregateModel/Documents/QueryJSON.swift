@@ -134,7 +134,14 @@ extension Query {
                 }
             }
             if notFilters > 1 {
-                throw .invalidArgument("A query can have at most one NOT_EQUAL, NOT_IN, IS_NOT_NAN or IS_NOT_NULL filter.")
+                throw .invalidArgument("Only a single 'NOT_EQUAL', 'NOT_IN', 'IS_NOT_NAN', or 'IS_NOT_NULL' filter allowed per query.")
+            }
+            // Inequalities on fields order by those fields before the key: a key equality, or
+            // an explicit order by the key, would have to come first (production, the emulator).
+            let inequalities = filter.inequalityFields
+            if inequalities.contains(where: { !$0.isDocumentID }), !inequalities.contains(.documentID),
+               leaves.contains(where: { if case .field(let field, let op, _) = $0 { field.isDocumentID && (op == .equal || op == .in) } else { false } }) {
+                throw .invalidArgument("Equality on key is not allowed if there are other inequality fields and key does not appear in inequalities.")
             }
             if arrayContains > 1 {
                 throw .invalidArgument("A query can have at most one ARRAY_CONTAINS filter.")
@@ -144,6 +151,9 @@ extension Query {
             }
         }
         let orders = orderBy
+        if let key = orders.firstIndex(where: \.field.isDocumentID), key != orders.count - 1 {
+            throw .invalidArgument("order by clause cannot contain more fields after the key")
+        }
         for bound in [startAt, endAt].compactMap({ $0 }) {
             if bound.values.count > orders.count {
                 throw .invalidArgument("Too many cursor values: the cursor has \(bound.values.count) values but the query orders by \(orders.count) fields.")

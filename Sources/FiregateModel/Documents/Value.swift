@@ -54,6 +54,9 @@ public indirect enum Value: Sendable, Equatable {
         return false
     }
 
+    /// Null or NaN: operands the backend's filters match nothing with.
+    public var isNullOrNaN: Bool { self == .null || isNaN }
+
     public var isNumber: Bool {
         switch self {
         case .integer, .double: true

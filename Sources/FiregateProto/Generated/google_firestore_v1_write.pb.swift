@@ -48,6 +48,16 @@ public nonisolated struct Google_Firestore_V1_Write: Sendable {
     set {operation = .delete(newValue)}
   }
 
+  /// The SDKs' check of a document a transaction read and did not write: its precondition
+  /// must hold (a read, for the rules). The SDKs' own proto carries it; googleapis' does not.
+  public var verify: String {
+    get {
+      if case .verify(let v)? = operation {return v}
+      return String()
+    }
+    set {operation = .verify(newValue)}
+  }
+
   public var transform: Google_Firestore_V1_DocumentTransform {
     get {
       if case .transform(let v)? = operation {return v}
@@ -82,6 +92,9 @@ public nonisolated struct Google_Firestore_V1_Write: Sendable {
     case update(Google_Firestore_V1_Document)
     /// full document name
     case delete(String)
+    /// The SDKs' check of a document a transaction read and did not write: its precondition
+    /// must hold (a read, for the rules). The SDKs' own proto carries it; googleapis' does not.
+    case verify(String)
     case transform(Google_Firestore_V1_DocumentTransform)
 
   }
@@ -350,7 +363,7 @@ fileprivate nonisolated let _protobuf_package = "google.firestore.v1"
 
 nonisolated extension Google_Firestore_V1_Write: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".Write"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}update\0\u{1}delete\0\u{3}update_mask\0\u{3}current_document\0\u{2}\u{2}transform\0\u{3}update_transforms\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}update\0\u{1}delete\0\u{3}update_mask\0\u{3}current_document\0\u{1}verify\0\u{1}transform\0\u{3}update_transforms\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -381,6 +394,14 @@ nonisolated extension Google_Firestore_V1_Write: SwiftProtobuf.Message, SwiftPro
       }()
       case 3: try { try decoder.decodeSingularMessageField(value: &self._updateMask) }()
       case 4: try { try decoder.decodeSingularMessageField(value: &self._currentDocument) }()
+      case 5: try {
+        var v: String?
+        try decoder.decodeSingularStringField(value: &v)
+        if let v = v {
+          if self.operation != nil {try decoder.handleConflictingOneOf()}
+          self.operation = .verify(v)
+        }
+      }()
       case 6: try {
         var v: Google_Firestore_V1_DocumentTransform?
         var hadOneofValue = false
@@ -422,9 +443,17 @@ nonisolated extension Google_Firestore_V1_Write: SwiftProtobuf.Message, SwiftPro
     try { if let v = self._currentDocument {
       try visitor.visitSingularMessageField(value: v, fieldNumber: 4)
     } }()
-    try { if case .transform(let v)? = self.operation {
+    switch self.operation {
+    case .verify?: try {
+      guard case .verify(let v)? = self.operation else { preconditionFailure() }
+      try visitor.visitSingularStringField(value: v, fieldNumber: 5)
+    }()
+    case .transform?: try {
+      guard case .transform(let v)? = self.operation else { preconditionFailure() }
       try visitor.visitSingularMessageField(value: v, fieldNumber: 6)
-    } }()
+    }()
+    default: break
+    }
     if !self.updateTransforms.isEmpty {
       try visitor.visitRepeatedMessageField(value: self.updateTransforms, fieldNumber: 7)
     }
