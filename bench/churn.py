@@ -182,10 +182,9 @@ def main():
     try:
         results = run(server, args.clients, [p for p in args.only.split(",") if p])
         for protocol, r in results.items():
-            fgbench.emit(f"churn_{protocol}_fds", r["fds"], "fds")
-            fgbench.emit(f"churn_{protocol}_entries", r["entries"], "entries")
             fgbench.emit(f"churn_{protocol}_rss", round(r["rss_mib"], 2), "MiB")
             failed |= r["fds"] > 0 or r["entries"] > 0 or r["rss_mib"] >= 8
+        fgbench.emit("churn_leaked", sum(max(0, r["fds"]) + max(0, r["entries"]) for r in results.values()), "count")
         if not server.alive():
             raise fgbench.BenchError("the server died")
     finally:

@@ -13,6 +13,8 @@ One durable server (a data dir under bench/out) carries, for --seconds (default 
     not grow);
   - reads: document GETs, a runQuery, tree GETs, edge reads (`GET /clients/{id}/v1/…`) and
     `GET /clients/{id}`;
+  - clients of every protocol that come, do one thing and go (bench/churn.py's: gRPC unary and
+    Listen, RTDB sockets, SSE, HTTP/1.1, edge clients created and deleted), --client-churn a second;
   - edge clients flipping offline and online (`:disableNetwork` / `:enableNetwork`, writing
     while offline) and restarting (`:restart`: a persistent client keeps its queue; its streams
     end and are reopened);
@@ -287,6 +289,25 @@ class Soak:
             finally:
                 self.busy_clients.discard(i)
 
+    async def client_churn(self, deadline: float):
+        """Clients of every protocol (bench/churn.py's: gRPC unary and Listen, RTDB sockets, SSE,
+        HTTP/1.1, edge clients) that come, do one thing and go, one after another: --client-churn
+        a second, in a thread (grpcio and the socket client block)."""
+        if self.args.client_churn <= 0:
+            return
+        import churn as churning
+        clients = churning.Churn(self.server.base)
+        interval, i = 1 / self.args.client_churn, 0
+        while time.monotonic() < deadline and not self.stopping:
+            protocol = churning.PROTOCOLS[i % len(churning.PROTOCOLS)]
+            try:
+                await asyncio.to_thread(getattr(clients, protocol.replace("-", "_")), i)
+                self.count(f"churn {protocol}")
+            except Exception as failure:  # noqa: BLE001 — every failure of a client is an error of the run
+                self.error(f"churned {protocol} client {i}: {failure!r}")
+            i += 1
+            await asyncio.sleep(interval)
+
     async def sample(self, start: float):
         while not self.stopping:
             self.samples.append((time.monotonic() - start, self.server.rss_kib(), self.server.open_fds()))
@@ -468,7 +489,7 @@ async def run(args) -> int:
         churn = asyncio.create_task(soak.churn())
         deadline = time.monotonic() + args.seconds
         progress = asyncio.create_task(report_progress(soak, start, deadline))
-        await asyncio.gather(soak.load(deadline), soak.flip_and_restart(deadline))
+        await asyncio.gather(soak.load(deadline), soak.flip_and_restart(deadline), soak.client_churn(deadline))
         elapsed = time.monotonic() - start
         soak.load_ops = {k: v - setup_ops.get(k, 0) for k, v in soak.ops.items() if v > setup_ops.get(k, 0)}
         churn.cancel()
@@ -517,6 +538,8 @@ def parse_args(argv=None):
     ap.add_argument("--rate", type=float, default=300, help="requests per second, all kinds together")
     ap.add_argument("--seed", type=int, default=12)
     ap.add_argument("--churn", type=int, default=6, help="streams that hang up and reconnect each second")
+    ap.add_argument("--client-churn", type=float, default=20,
+                    help="clients of every protocol opened, used once and closed each second (bench/churn.py's)")
     ap.add_argument("--restarts", type=float, default=0.2, help="share of the clients' offline/online steps that restart instead")
     ap.add_argument("--prefill", type=int, default=20000, help="commits written before the load (the resume history's size)")
     ap.add_argument("--prefill-edge", type=int, default=1000,
