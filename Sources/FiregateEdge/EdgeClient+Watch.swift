@@ -134,15 +134,18 @@ extension EdgeClient {
         updateViews(changed: changed)
     }
 
-    /// Fetches the server result of each listener's target — with what became of the documents
-    /// it or its view held that the server no longer lists (the SDK's limbo resolution) — and
-    /// takes them into the cache as one remote event; the targets are current; then every view
-    /// is updated once.
+    /// Fetches the server result of each listener's target and takes them into the cache as one
+    /// remote event; the targets are current; then every view is updated once. What a target
+    /// or its view held that the server no longer lists is resolved as the SDK resolves it: a
+    /// document its view still shows is in limbo — the snapshot of the new result keeps it,
+    /// from cache — until its own lookup (a second remote event) says what became of it; the
+    /// others' fate comes with the result (docs/edge-clients.md, "Resuming").
     func refreshTargets(_ ids: [Int]) {
         let database = self.database
         let judge = backend.rules.documentJudge(settings.databaseID, caller: RulesCaller(identity: rulesIdentity, surface: "edge", client: id))
         var event = RemoteEvent(snapshotVersion: .zero, targetChanges: [:], targetMismatches: [:], documentUpdates: [:], resolvedLimboDocuments: [])
-        var results: [(listenerID: Int, seen: Set<ResourcePath>, sequence: Int64, matches: QueryMatches)] = []
+        var lookups = RemoteEvent(snapshotVersion: .zero, targetChanges: [:], targetMismatches: [:], documentUpdates: [:], resolvedLimboDocuments: [])
+        var results: [(listenerID: Int, seen: Set<ResourcePath>, sequence: Int64, matches: QueryMatches, limbo: Set<ResourcePath>)] = []
         for listenerID in ids {
             guard let entry = queries.states[listenerID] else { continue }
             if let judge, let denial = EdgeClient.denial(of: entry.query, by: judge, in: database) {
@@ -155,23 +158,26 @@ extension EdgeClient {
                 event.documentUpdates[doc.path] = .found(doc, committed: false)
                 seen.insert(doc.path)
             }
-            var stale = entry.serverPaths
-            for doc in entry.view.documents where !doc.hasLocalMutations { stale.insert(doc.document.path) }
-            for path in stale.subtracting(seen) where event.documentUpdates[path] == nil {
+            let shown = Set(entry.view.documents.lazy.filter { !$0.hasLocalMutations }.map(\.document.path))
+            let limbo = shown.subtracting(seen)
+            for path in entry.serverPaths.union(shown).subtracting(seen) where event.documentUpdates[path] == nil {
                 let doc = (try? database.get(path).value) ?? nil
-                event.documentUpdates[path] = doc.map { .found($0, committed: false) } ?? .missing(version: local.clock.now())
+                let update: RemoteDocument = doc.map { .found($0, committed: false) } ?? .missing(version: local.clock.now())
+                if limbo.contains(path) { lookups.documentUpdates[path] = update } else { event.documentUpdates[path] = update }
             }
             if let target = local.targetCache.targets[entry.queryID] {
                 event.targetChanges[target.targetID] = TargetChange(resumeToken: "", current: true, added: seen.subtracting(target.documents),
                                                                     removed: target.documents.subtracting(seen))
             }
-            results.append((listenerID, seen, sequence, matches))
+            results.append((listenerID, seen, sequence, matches, limbo))
         }
+        // A document in limbo for one target but in another's result is known already.
+        for path in lookups.documentUpdates.keys where event.documentUpdates[path] != nil { lookups.documentUpdates[path] = nil }
         local.applyRemoteEvent(event)
-        for (listenerID, seen, sequence, matches) in results {
+        for (listenerID, seen, sequence, matches, limbo) in results {
             guard var entry = queries.states.removeValue(forKey: listenerID) else { continue }
             entry.serverPaths = seen
-            entry.unresolved = []
+            entry.unresolved = limbo.filter { lookups.documentUpdates[$0] != nil }
             if !entry.current, let targetID = local.targetCache.targets[entry.queryID]?.targetID {
                 broadcast(TabCoordinator.targetNotification(targetID, "current"))
             }
@@ -179,6 +185,14 @@ extension EdgeClient {
             entry.serverSequence = sequence
             entry.matches = entry.query.limit != nil || entry.query.offset > 0 ? matches : nil
             queries.states[listenerID] = entry
+        }
+        updateViews()
+        guard !lookups.documentUpdates.isEmpty else { return }
+        // The limbo documents' lookups answer.
+        lookups.resolvedLimboDocuments = Set(lookups.documentUpdates.keys)
+        local.applyRemoteEvent(lookups)
+        for (listenerID, _, _, _, limbo) in results where !limbo.isEmpty {
+            queries.states[listenerID]?.unresolved.subtract(lookups.resolvedLimboDocuments)
         }
         updateViews()
     }

@@ -44,6 +44,10 @@ public actor EdgeClient {
         self.gcScheduler = gcScheduler
         self.settings = settings
         local = LocalStore(storage: storage, persistent: settings.persistence == .persistent, clock: backend.clock)
+        if let saved = snapshot?.settings.member(EdgeClient.savedNetworkKey), saved != .null {
+            var conditions = NetworkConditions()
+            if (try? conditions.update(saved)) != nil { remote.network = conditions }
+        }
         let savedAuth = treeSnapshot?.auth.flatMap(ClientAuth.init(json:))
         auth = savedAuth
         if let treeSnapshot, !treeSnapshot.writes.isEmpty || !treeSnapshot.rows.isEmpty || !treeSnapshot.queries.isEmpty {
@@ -134,9 +138,14 @@ public actor EdgeClient {
         backend.operations.record(.client(client: id, action: "configured"))
     }
 
+    /// A persistent client's settings, with its device network: the test's switch stays as it
+    /// was set when the client is restored (a server restart, or another replica taking it over).
     func persistSettings() {
-        local.saveSettings(settings.json)
+        local.saveSettings(settings.json.withMember(EdgeClient.savedNetworkKey, remote.network.json))
     }
+
+    /// Where the saved settings keep the network switch.
+    static let savedNetworkKey = "network"
 
     public func state() async -> JSON {
         [
@@ -185,6 +194,7 @@ public actor EdgeClient {
     public func disableNetwork() async {
         guard remote.network.online else { return }
         remote.network.online = false
+        persistSettings()
         goOffline()
         await updateTreeLink()
     }
@@ -192,6 +202,7 @@ public actor EdgeClient {
     public func enableNetwork() async {
         guard !remote.network.online else { return }
         remote.network.online = true
+        persistSettings()
         goOnline()
         await updateTreeLink()
     }
@@ -201,6 +212,7 @@ public actor EdgeClient {
         try conditions.update(json)
         let wasOnline = remote.network.online
         remote.network = conditions
+        persistSettings()
         if wasOnline && !conditions.online { goOffline() }
         if !wasOnline && conditions.online { goOnline() }
         await updateTreeLink()
@@ -223,6 +235,7 @@ public actor EdgeClient {
     /// An imported client's device network, set before it does anything.
     func restoreNetwork(_ conditions: NetworkConditions) {
         remote.network = conditions
+        persistSettings()
     }
 
     public var isOnline: Bool { remote.network.online }

@@ -51,13 +51,19 @@ public final class EdgeClients: Sendable {
         let storage = EdgeCacheStorage(store: backend.edgeStore, clientID: id)
         var settings = ClientSettings(project: backend.defaultProject)
         let snapshot = try? storage.load()
-        if let snapshot, let saved = try? ClientSettings.parse(snapshot.settings, over: settings) { settings = saved }
+        if let snapshot, let saved = try? ClientSettings.parse(snapshot.settings.withoutMember(EdgeClient.savedNetworkKey), over: settings) {
+            settings = saved
+        }
         let treeSnapshot = (try? TreeCacheStorage(store: backend.edgeStore, clientID: id).load()).flatMap { $0.isEmpty ? nil : $0 }
         let client = EdgeClient(id: id, backend: backend, settings: settings, storage: storage, restoring: snapshot, gcScheduler: gcScheduler,
                                 treeSnapshot: treeSnapshot)
         if snapshot != nil {
-            // Writes queued before the server restarted resume, as an app's do at start.
-            Task { await client.pumpWrites() }
+            // Writes queued before the server restarted resume, as an app's do at start — once
+            // its device is online (the network switch is restored with it).
+            Task {
+                await client.updateTreeLink()
+                await client.pumpWrites()
+            }
         }
         if treeSnapshot?.writes.isEmpty == false { Task { await client.tree.begin() } }
         backend.operations.record(.client(client: id, action: snapshot == nil && treeSnapshot == nil ? "created" : "restored"))

@@ -314,8 +314,12 @@ def test_persistent_client_survives_a_server_restart(tmp_path):
         data = url + docs_path(project)
         assert requests.get(url, timeout=10).json()["settings"]["persistence"] == "persistent"
         assert requests.get(f"{data}/c/seen", params={"source": "cache"}, timeout=10).status_code == 200
-        # The queued write resumes as the restored client starts (the device is online again).
+        # The device's network switch is restored with the client (offline, its write queued);
+        # once the test switches it back, the queued write goes.
+        assert requests.get(url, timeout=10).json()["network"]["online"] is False
         assert requests.get(f"{data}/c/queued", params={"source": "cache"}, timeout=10).status_code == 200
+        assert requests.get(f"{base}{docs_path(project)}/c/queued", timeout=10).status_code == 404
+        assert requests.post(url + ":enableNetwork", timeout=10).status_code == 200
         assert requests.post(url + ":waitForPendingWrites", params={"timeoutMs": 10000}, timeout=20).status_code == 200
         assert requests.get(f"{base}{docs_path(project)}/c/queued", timeout=10).status_code == 200
     finally:
@@ -379,3 +383,28 @@ def test_a_listener_ends_when_its_http_client_hangs_up(base_url, project):
     while a.state()["listeners"] != 0:
         assert time.monotonic() < deadline, "the listener outlived its connection"
         time.sleep(0.02)
+
+
+def test_a_resumed_listen_puts_a_document_deleted_while_offline_in_limbo_first(base_url, project):
+    """As the SDK (and against the official emulator): back online, the new result comes first
+    with the deleted document still shown, from cache (it is in limbo), then its lookup removes it."""
+    a = Client(base_url, project)
+    for doc, n in (("a", 1), ("b", 2), ("c", 3)):
+        backend_set(base_url, project, f"l/{doc}", n=n)
+    stream = a.listen("l", includeMetadataChanges="true")
+    try:
+        first, = a.sync(stream)
+        assert [d["name"].rsplit("/", 1)[1] for d in first[-1]["documents"]] == ["a", "b", "c"]
+        assert first[-1]["metadata"]["fromCache"] is False
+        assert a.post("disableNetwork").status_code == 200
+        backend_set(base_url, project, "l/a", n=10)
+        assert requests.delete(f"{base_url}{docs_path(project)}/l/b", timeout=10).status_code == 200
+        backend_set(base_url, project, "l/d", n=4)
+        a.sync(stream)
+        assert a.post("enableNetwork").status_code == 200
+        snapshots, = a.sync(stream)
+        shown = [([d["name"].rsplit("/", 1)[1] for d in s["documents"]], s["metadata"]["fromCache"]) for s in snapshots]
+        assert shown == [(["a", "b", "c", "d"], True), (["a", "c", "d"], False)], shown
+        assert snapshots[0]["documents"][0]["fields"]["n"] == {"integerValue": "10"}
+    finally:
+        stream.close()

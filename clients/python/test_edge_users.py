@@ -46,9 +46,12 @@ def test_other_users_queues_survive_a_server_restart(tmp_path):
         stop_server(proc)
     proc, base = start_server(data_dir=tmp_path)
     try:
-        # The restarted server's clients are online: user1's write goes out, the anonymous one waits.
+        # The restored client keeps its switch (offline); back online, user1's write goes out and
+        # the anonymous one waits.
         c = Client(base, "p-users", persistence="persistent", cid=c.id)
         assert requests.get(f"{c.url}/auth").json()["uid"] == "user1"
+        assert requests.get(c.url).json()["network"]["online"] is False
+        c.post("enableNetwork")
         docs = f"{base}/v1/projects/p-users/databases/(default)/documents/notes"
         requests.post(f"{c.url}:waitForPendingWrites", params={"timeoutMs": 10000})
         assert requests.get(f"{docs}/user1").status_code == 200

@@ -586,8 +586,9 @@ def test_an_edge_client_runs_on_one_replica_and_moves_with_its_queue_when_that_o
         time.sleep(0.1)
     moved = time.monotonic() - killed
     assert "Firegate-Forwarded-To" not in r.headers, "B runs the client now"
-    # The restored client may already be sending them (it comes back as after a restart).
-    assert len(r.json()["writes"]) <= 2, r.text
+    # Its device's network switch moved with it: still offline, nothing sent.
+    assert len(r.json()["writes"]) == 2, r.text
+    assert requests.get(on_b, timeout=10).json()["network"]["online"] is False
     stream.close()
     # Online on B: every queued write lands once (the increment counted once).
     assert requests.post(f"{on_b}:enableNetwork", timeout=10).status_code == 200

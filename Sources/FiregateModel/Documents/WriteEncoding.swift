@@ -47,6 +47,13 @@ extension JSON {
         members[key] = value
         return .object(members)
     }
+
+    /// A copy of this object without `key`.
+    public func withoutMember(_ key: String) -> JSON {
+        guard case .object(var members) = self else { return self }
+        members.removeValue(forKey: key)
+        return .object(members)
+    }
 }
 
 /// How pending server timestamps read back in a local view (the SDK's `serverTimestamps` option).
