@@ -1,0 +1,315 @@
+"""Firegate beside the official Cloud Firestore emulator (issue 42; oracle.py): the same requests
+to both, the answers normalized and compared; a difference fails unless divergences.json
+explains it (a production behaviour the emulator does not have, with its source), and prints a
+minimal reproduction.
+
+- documents: every value type written and read back, transforms, field masks, preconditions,
+  batch commits and their errors;
+- queries, generated (ORACLE_SEED, ORACLE_CASES): random data sets × random structured queries
+  — every filter operator, `and`/`or`, orderBy over mixed types, cursors, offset, limit,
+  collection groups — and count/sum/avg over them.
+
+The longer run is the same test with more cases: `ORACLE_CASES=20000 python3 -m pytest
+clients/python/test_oracle.py` (clients/python/README.md).
+"""
+import base64
+import json
+import os
+import random
+import uuid
+
+import pytest
+import requests
+
+import oracle
+from oracle import OWNER, Answer
+
+SEED = int(os.environ.get("ORACLE_SEED", "4242"))
+CASES = int(os.environ.get("ORACLE_CASES", "2000"))
+T = 30
+
+
+@pytest.fixture(scope="module")
+def emulator():
+    binary = oracle.emulator_binary()
+    if binary is None:
+        if os.environ.get("CI"):
+            pytest.fail("the official Firestore emulator (google-cloud-cli-firestore-emulator) is not installed")
+        pytest.skip("the official Firestore emulator is not installed")
+    e = oracle.OfficialEmulator(binary)
+    yield e
+    e.stop()
+
+
+class Pair:
+    """One project on both servers."""
+
+    def __init__(self, firegate, emulator):
+        self.project = "oracle-" + uuid.uuid4().hex[:8]
+        self.bases = {"firegate": firegate, "emulator": emulator.base}
+
+    def root(self, side):
+        return f"{self.bases[side]}/v1/projects/{self.project}/databases/(default)/documents"
+
+    def name(self, path):
+        return f"projects/{self.project}/databases/(default)/documents/{path}"
+
+    def send(self, method, resource, body=None, params=None):
+        """(firegate's answer, the emulator's) to the same request; resource is relative to the
+        documents root ('' for it, ':runQuery', 'c/d', …)."""
+        answers = []
+        for side in ("firegate", "emulator"):
+            url = self.root(side) + ("/" + resource if resource and not resource.startswith(":") else resource)
+            answers.append(Answer(requests.request(method, url, json=body, params=params, headers=OWNER, timeout=T)))
+        return answers
+
+    def both(self, area, method, resource, body=None, params=None, setup=None, compare=None):
+        ours, theirs = self.send(method, resource, body, params)
+        request = {"method": method, "resource": resource, "body": body, "params": params}
+        same = (compare or _same)(ours, theirs)
+        if not same and oracle.explained(area, request, ours, theirs) is None:
+            pytest.fail(oracle.repro(area, request, ours, theirs, setup))
+        return ours, theirs
+
+
+def _same(ours, theirs):
+    return oracle.numbers_close(_numbers(ours.shape()), _numbers(theirs.shape()))
+
+
+def _numbers(shape):
+    """Typed numbers as numbers (a double's JSON may be 1 or 1.0, "NaN" or NaN)."""
+    def walk(v):
+        if isinstance(v, dict):
+            if set(v) == {"doubleValue"}:
+                d = v["doubleValue"]
+                return {"doubleValue": float(d) if not isinstance(d, float) else d}
+            return {k: walk(x) for k, x in v.items()}
+        if isinstance(v, list):
+            return [walk(x) for x in v]
+        return v
+    return tuple(walk(x) for x in shape)
+
+
+@pytest.fixture
+def pair(base_url, emulator):
+    return Pair(base_url, emulator)
+
+
+# --------------------------------------------------------------------------------------------
+# Documents
+
+VALUES = {
+    "null": {"nullValue": None},
+    "true": {"booleanValue": True},
+    "int": {"integerValue": "-9223372036854775808"},
+    "intmax": {"integerValue": "9223372036854775807"},
+    "double": {"doubleValue": 1.5},
+    "negzero": {"doubleValue": -0.0},
+    "nan": {"doubleValue": "NaN"},
+    "inf": {"doubleValue": "-Infinity"},
+    "tiny": {"doubleValue": 5e-324},
+    "string": {"stringValue": "héllo \u0000 wörld 😀"},
+    "empty": {"stringValue": ""},
+    "bytes": {"bytesValue": base64.b64encode(bytes(range(256))).decode()},
+    "time": {"timestampValue": "2024-02-29T23:59:59.123456Z"},
+    "epoch": {"timestampValue": "1970-01-01T00:00:00Z"},
+    "geo": {"geoPointValue": {"latitude": -90, "longitude": 179.999999}},
+    "array": {"arrayValue": {"values": [{"integerValue": "1"}, {"stringValue": "x"}, {"nullValue": None},
+                                        {"arrayValue": {}}]}},
+    "emptyArray": {"arrayValue": {}},
+    "map": {"mapValue": {"fields": {"a": {"mapValue": {"fields": {"b": {"booleanValue": False}}}}, "`weird.key`": {"integerValue": "2"}}}},
+    "emptyMap": {"mapValue": {}},
+}
+
+
+def test_every_value_type_round_trips_the_same(pair):
+    for key, value in VALUES.items():
+        body = {"fields": {"v": value}}
+        pair.both("documents", "PATCH", f"values/{key}", body)
+        pair.both("documents", "GET", f"values/{key}")
+    ref = {"fields": {"v": {"referenceValue": pair.name("values/int")}}}
+    for side in ("firegate", "emulator"):
+        # A reference names its own project's document: the same text on both servers.
+        assert requests.patch(f"{pair.root(side)}/values/ref", json=ref, headers=OWNER, timeout=T).status_code == 200
+    pair.both("documents", "GET", "values/ref")
+    pair.both("documents", "GET", "values/map", params={"mask.fieldPaths": ["v.a.b", "missing"]})
+
+
+TRANSFORMS = [
+    {"fieldPath": "n", "increment": {"integerValue": "9223372036854775807"}},
+    {"fieldPath": "d", "increment": {"doubleValue": 0.5}},
+    {"fieldPath": "i", "increment": {"doubleValue": 1.5}},
+    {"fieldPath": "hi", "maximum": {"integerValue": "7"}},
+    {"fieldPath": "lo", "minimum": {"doubleValue": -1}},
+    {"fieldPath": "arr", "appendMissingElements": {"values": [{"integerValue": "1"}, {"integerValue": "3"}]}},
+    {"fieldPath": "gone", "removeAllFromArray": {"values": [{"integerValue": "2"}]}},
+    {"fieldPath": "missing.deep", "increment": {"integerValue": "1"}},
+]
+
+
+def test_transforms_masks_and_preconditions_answer_the_same(pair):
+    start = {"fields": {"n": {"integerValue": "5"}, "d": {"integerValue": "1"}, "i": {"integerValue": "2"},
+                        "hi": {"integerValue": "3"}, "lo": {"stringValue": "s"}, "arr": {"arrayValue": {"values": [{"integerValue": "1"}]}},
+                        "gone": {"arrayValue": {"values": [{"integerValue": "2"}, {"integerValue": "2"}, {"integerValue": "4"}]}}}}
+    pair.both("documents", "PATCH", "t/a", start)
+    write = {"update": {"name": pair.name("t/a"), "fields": {"x": {"integerValue": "1"}}}, "updateMask": {"fieldPaths": ["x"]},
+             "updateTransforms": TRANSFORMS}
+    pair.both("documents", "POST", ":commit", {"writes": [write]})
+    pair.both("documents", "GET", "t/a")
+    for transform in ({"fieldPath": "n", "increment": {"stringValue": "x"}}, {"fieldPath": "n"},
+                      {"fieldPath": "n", "setToServerValue": "REQUEST_TIME", "increment": {"integerValue": "1"}}):
+        pair.both("documents", "POST", ":commit", {"writes": [{"transform": {"document": pair.name("t/a"), "fieldTransforms": [transform]}}]})
+    for precondition in ({"exists": True}, {"exists": False}, {"updateTime": "2001-01-01T00:00:00Z"}):
+        for path in ("t/a", "t/none"):
+            pair.both("documents", "POST", ":commit", {"writes": [{"update": {"name": pair.name(path), "fields": {}},
+                                                                   "currentDocument": precondition}]})
+    pair.both("documents", "PATCH", "t/a", {"fields": {"m": {"mapValue": {"fields": {"k": {"integerValue": "1"}}}}}},
+              params={"updateMask.fieldPaths": ["m.k", "n", "nothere"]})
+    pair.both("documents", "GET", "t/a", params={"mask.fieldPaths": ["m", "n"]})
+    for bad in ({"fields": {"__bad__": {"integerValue": "1"}}}, {"fields": {"": {"integerValue": "1"}}},
+                {"fields": {"v": {"integerValue": "x"}}}, {"fields": {"v": {"doubleValue": "nope"}}},
+                {"fields": {"v": {"timestampValue": "2024-13-01T00:00:00Z"}}}, {"fields": {"v": {"geoPointValue": {"latitude": 91}}}}):
+        pair.both("documents", "PATCH", "t/bad", bad)
+    pair.both("documents", "GET", "t/none")
+    pair.both("documents", "DELETE", "t/a", params={"currentDocument.exists": "false"})
+
+
+def test_batch_commits_and_their_errors_answer_the_same(pair):
+    writes = [{"update": {"name": pair.name(f"b/{i}"), "fields": {"i": {"integerValue": str(i)}}}} for i in range(5)]
+    pair.both("documents", "POST", ":commit", {"writes": writes})
+    pair.both("documents", "POST", ":batchGet", {"documents": [pair.name(f"b/{i}") for i in (0, 3, 9)]})
+    pair.both("documents", "POST", ":commit", {"writes": [{"delete": pair.name("b/0")},
+                                                          {"update": {"name": pair.name("b/0"), "fields": {}}, "currentDocument": {"exists": True}}]})
+    pair.both("documents", "POST", ":commit", {"writes": [{"update": {"name": pair.name("b/1"), "fields": {}}},
+                                                          {"update": {"name": pair.name("b/x/y"), "fields": {}}}]})
+    pair.both("documents", "POST", ":commit", {"writes": [{"delete": pair.name(f"b/{i}")} for i in range(501)]})
+    pair.both("documents", "POST", ":commit", {"writes": [{}]})
+
+
+# --------------------------------------------------------------------------------------------
+# Queries, generated
+
+def _pool(rng, pair):
+    return [
+        {"nullValue": None}, {"booleanValue": False}, {"booleanValue": True},
+        {"integerValue": "-1"}, {"integerValue": "0"}, {"integerValue": "1"}, {"integerValue": "2"}, {"integerValue": "10"},
+        {"doubleValue": -1.5}, {"doubleValue": 1.0}, {"doubleValue": 2.5}, {"doubleValue": "NaN"}, {"doubleValue": "Infinity"},
+        {"stringValue": ""}, {"stringValue": "a"}, {"stringValue": "b"}, {"stringValue": "aa"},
+        {"timestampValue": "2020-01-01T00:00:00Z"}, {"timestampValue": "2021-06-01T12:00:00.5Z"},
+        {"bytesValue": "AA=="}, {"bytesValue": "AQI="},
+        {"referenceValue": pair.name("q/d1")}, {"referenceValue": pair.name("q/d7")},
+        {"geoPointValue": {"latitude": 1, "longitude": 2}},
+        {"arrayValue": {}}, {"arrayValue": {"values": [{"integerValue": "1"}]}},
+        {"arrayValue": {"values": [{"integerValue": "1"}, {"stringValue": "a"}]}}, {"arrayValue": {"values": [{"nullValue": None}]}},
+        {"mapValue": {}}, {"mapValue": {"fields": {"x": {"integerValue": "1"}}}},
+    ]
+
+
+def _dataset(rng, pair, pool):
+    docs = {}
+    for i in range(40):
+        path = f"q/d{i}" if i < 30 else f"other/o{i % 3}/q/d{i}"
+        fields = {}
+        for name, chance in (("f", 0.8), ("g", 0.7)):
+            if rng.random() < chance:
+                fields[name] = rng.choice(pool)
+        if rng.random() < 0.5:
+            fields["tags"] = {"arrayValue": {"values": rng.sample(pool[3:8] + pool[13:17], rng.randrange(0, 4))}}
+        if rng.random() < 0.6:
+            fields["n"] = rng.choice(pool[3:13])
+        docs[path] = fields
+    return docs
+
+
+def _leaf(rng, pair, pool):
+    kind = rng.random()
+    if kind < 0.12:
+        return {"unaryFilter": {"field": {"fieldPath": rng.choice(["f", "g", "n"])},
+                                "op": rng.choice(["IS_NULL", "IS_NAN", "IS_NOT_NULL", "IS_NOT_NAN"])}}
+    if kind < 0.2:
+        op = rng.choice(["EQUAL", "LESS_THAN", "GREATER_THAN_OR_EQUAL", "IN", "NOT_EQUAL"])
+        ref = lambda: {"referenceValue": pair.name(f"q/d{rng.randrange(40)}")}  # noqa: E731
+        value = {"arrayValue": {"values": [ref() for _ in range(rng.randrange(1, 3))]}} if op == "IN" else ref()
+        return {"fieldFilter": {"field": {"fieldPath": "__name__"}, "op": op, "value": value}}
+    op = rng.choice(["EQUAL", "NOT_EQUAL", "LESS_THAN", "LESS_THAN_OR_EQUAL", "GREATER_THAN", "GREATER_THAN_OR_EQUAL",
+                     "IN", "NOT_IN", "ARRAY_CONTAINS", "ARRAY_CONTAINS_ANY"])
+    field = "tags" if op.startswith("ARRAY") and rng.random() < 0.7 else rng.choice(["f", "g", "n"])
+    if op in ("IN", "NOT_IN", "ARRAY_CONTAINS_ANY"):
+        value = {"arrayValue": {"values": rng.sample(pool, rng.randrange(1, 4))}}
+    else:
+        value = rng.choice(pool)
+    return {"fieldFilter": {"field": {"fieldPath": field}, "op": op, "value": value}}
+
+
+def _filter(rng, pair, pool, depth=0):
+    if depth < 2 and rng.random() < 0.35:
+        return {"compositeFilter": {"op": rng.choice(["AND", "OR"]),
+                                    "filters": [_filter(rng, pair, pool, depth + 1) for _ in range(rng.randrange(1, 4))]}}
+    return _leaf(rng, pair, pool)
+
+
+def _query(rng, pair, pool):
+    query = {"from": [{"collectionId": "q", "allDescendants": True}] if rng.random() < 0.25 else [{"collectionId": "q"}]}
+    if rng.random() < 0.8:
+        query["where"] = _filter(rng, pair, pool)
+    if rng.random() < 0.6:
+        fields = rng.sample(["f", "g", "n", "__name__"], rng.randrange(1, 3))
+        query["orderBy"] = [{"field": {"fieldPath": f}, "direction": rng.choice(["ASCENDING", "DESCENDING"])} for f in fields]
+        if rng.random() < 0.3:
+            cursor = {"values": [rng.choice(pool) if o["field"]["fieldPath"] != "__name__"
+                                 else {"referenceValue": pair.name(f"q/d{rng.randrange(30)}")} for o in query["orderBy"]][:rng.randrange(1, 3)],
+                      "before": rng.random() < 0.5}
+            query[rng.choice(["startAt", "endAt"])] = cursor
+    if rng.random() < 0.4:
+        query["limit"] = rng.randrange(1, 6)
+    if rng.random() < 0.1:
+        query["offset"] = rng.randrange(1, 4)
+    return query
+
+
+def _results_same(ours, theirs):
+    """runQuery: the same documents in the same order (skippedResults and empty-answer rows aside)."""
+    if ours.status != 200 or theirs.status != 200:
+        return ours.shape()[:3] == theirs.shape()[:3] if ours.status >= 400 and theirs.status >= 400 else False
+    def docs(answer):
+        return [normalize_doc(row["document"]) for row in answer.body if "document" in row]
+    return oracle.numbers_close(_numbers(("ok", docs(ours))), _numbers(("ok", docs(theirs))))
+
+
+def normalize_doc(document):
+    return oracle.normalize(document)
+
+
+def _aggregates_same(ours, theirs):
+    if ours.status != 200 or theirs.status != 200:
+        return ours.status >= 400 and theirs.status >= 400 and ours.shape() == theirs.shape()
+    def values(answer):
+        return [row["result"]["aggregateFields"] for row in answer.body if "result" in row]
+    return oracle.numbers_close(_numbers(("ok", values(ours))), _numbers(("ok", values(theirs))))
+
+
+def test_generated_queries_and_aggregations_answer_the_same(pair):
+    rng = random.Random(SEED)
+    pool = _pool(rng, pair)
+    sets = max(1, CASES // 500)
+    cases = 0
+    for round_ in range(sets):
+        docs = _dataset(rng, pair, pool)
+        writes = [{"update": {"name": pair.name(path), "fields": fields}} for path, fields in docs.items()]
+        for side in ("firegate", "emulator"):
+            r = requests.post(f"{pair.root(side)}:commit", json={"writes": writes}, headers=OWNER, timeout=T)
+            assert r.status_code == 200, (side, r.text)
+        setup = {"seed": SEED, "round": round_, "documents": docs}
+        for _ in range(CASES // sets):
+            query = _query(rng, pair, pool)
+            if rng.random() < 0.8:
+                pair.both("queries", "POST", ":runQuery", {"structuredQuery": query}, setup=setup, compare=_results_same)
+            else:
+                aggregations = [{"alias": "c", "count": {}}, {"alias": "s", "sum": {"field": {"fieldPath": "n"}}},
+                                {"alias": "a", "avg": {"field": {"fieldPath": "n"}}}]
+                body = {"structuredAggregationQuery": {"structuredQuery": query, "aggregations": rng.sample(aggregations, rng.randrange(1, 4))}}
+                pair.both("aggregations", "POST", ":runAggregationQuery", body, setup=setup, compare=_aggregates_same)
+            cases += 1
+        for side in ("firegate", "emulator"):
+            requests.post(f"{pair.root(side)}:commit", json={"writes": [{"delete": pair.name(p)} for p in docs]}, headers=OWNER, timeout=T)
+    assert cases == (CASES // sets) * sets
