@@ -113,7 +113,7 @@ def numbers_close(a, b) -> bool:
     """Equal, or doubles equal to 1e-9 relative (sums and averages may add in another order)."""
     if isinstance(a, dict) and isinstance(b, dict):
         return a.keys() == b.keys() and all(numbers_close(a[k], b[k]) for k in a)
-    if isinstance(a, list) and isinstance(b, list):
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
         return len(a) == len(b) and all(numbers_close(x, y) for x, y in zip(a, b))
     if isinstance(a, (int, float)) and isinstance(b, (int, float)):
         if isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b):
@@ -156,18 +156,21 @@ def load_divergences():
 
 def explained(area: str, request: dict, ours: Answer, theirs: Answer):
     """The divergence entry that explains this difference, or None. An entry explains it when its
-    area matches, its request pattern is found in the request, and each side's answer is the
+    area pattern matches the area, its request pattern is found in the request, and each side's answer is the
     one the entry says."""
     text = json.dumps(request, sort_keys=True)
     for entry in load_divergences():
-        if entry["area"] != area or not re.search(entry["request"], text):
+        if not re.fullmatch(entry["area"], area) or not re.search(entry["request"], text):
             continue
         if _side(entry["firegate"], ours) and _side(entry["emulator"], theirs):
             return entry
     return None
 
 
-def _side(expected: dict, answer: Answer) -> bool:
+def _side(expected, answer: Answer) -> bool:
+    """Whether `answer` is what `expected` says (a list: any of its entries)."""
+    if isinstance(expected, list):
+        return any(_side(one, answer) for one in expected)
     if "status" in expected and expected["status"] != answer.status:
         return False
     if "error" in expected and (answer.error or {}).get("status") != expected["error"]:

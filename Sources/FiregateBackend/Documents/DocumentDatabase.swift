@@ -113,7 +113,7 @@ public final class DocumentDatabase: Sendable {
 
     /// Runs the aggregations over a query's result.
     public func runAggregation(_ query: Query, aggregations: [Aggregation], consistency: ReadConsistency = .latest) throws(FiregateError) -> ReadResult<[(String, Value)]> {
-        let result = try runQuery(Aggregation.effectiveQuery(query, for: aggregations), consistency: consistency)
+        let result = try runQuery(try Aggregation.effectiveQuery(query, for: aggregations), consistency: consistency)
         return try result.map { value in aggregations.map { ($0.alias, $0.compute(over: value.documents, database: id)) } }
     }
 

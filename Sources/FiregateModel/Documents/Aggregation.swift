@@ -51,22 +51,45 @@ public struct Aggregation: Sendable, Equatable {
         return result
     }
 
-    /// The query an aggregation runs over. A sum or average reads only documents whose field is
-    /// a number, which production does as an implicit filter on that field — and so with its
-    /// implicit ordering: a limited query keeps the documents lowest in that field (the
-    /// client suite's `sum`/`avg` with `limit` tests pin this down).
-    public static func effectiveQuery(_ query: Query, for aggregations: [Aggregation]) -> Query {
-        guard query.limit != nil, query.explicitOrderBy.isEmpty else { return query }
-        let fields = aggregations.compactMap { aggregation -> FieldPath? in
+    /// The query an aggregation runs over. Each sum or average field is ordered by after the
+    /// query's own order (production and the official emulator do; the index they need is the
+    /// query's plus those fields), so only documents that have every such field (any value) are
+    /// counted, summed or averaged — "a query with multiple aggregations only includes the
+    /// documents that contain all the fields" — and a limited query keeps the documents lowest
+    /// in them (the client suite's `sum`/`avg` with `limit` tests pin this down). After an
+    /// order by the key no field can follow: INVALID_ARGUMENT, as there.
+    public static func effectiveQuery(_ query: Query, for aggregations: [Aggregation]) throws(FiregateError) -> Query {
+        // The query's whole order (inequality fields included) without the key it ends with.
+        var base = query.orderBy
+        if base.last?.field == .documentID, !query.explicitOrderBy.contains(where: { $0.field.isDocumentID }) { base.removeLast() }
+        let ordered = Set(base.map(\.field))
+        let missing = requiredFields(aggregations).filter { !ordered.contains($0) }
+        guard !missing.isEmpty else { return query }
+        // A filter on the key (any, equality included) puts the key in the index first too.
+        let keyFiltered = query.filter?.leaves.contains { leaf in
+            if case .field(let field, _, _) = leaf { return field.isDocumentID }
+            return false
+        } ?? false
+        if ordered.contains(.documentID) || keyFiltered {
+            throw .invalidArgument("This query requires an index that has fields [\(missing.map { "\($0)" }.joined(separator: ", "))] after __name__ "
+                + "and Firestore does not currently support such an index. Please try the query again with additional ordering on those fields.")
+        }
+        var effective = query
+        let descending = base.last?.descending ?? false
+        effective.explicitOrderBy = base + missing.map { Query.Ordering(field: $0, descending: descending) }
+        return effective
+    }
+
+    /// The sum and average fields, each once, in order.
+    public static func requiredFields(_ aggregations: [Aggregation]) -> [FieldPath] {
+        var fields: [FieldPath] = []
+        for aggregation in aggregations {
             switch aggregation.kind {
-            case .sum(let field), .avg(let field): field
-            case .count: nil
+            case .sum(let field), .avg(let field): if !fields.contains(field) { fields.append(field) }
+            case .count: break
             }
         }
-        guard let field = fields.first, fields.allSatisfy({ $0 == field }) else { return query }
-        var effective = query
-        effective.explicitOrderBy = [Query.Ordering(field: field, descending: false)]
-        return effective
+        return fields
     }
 
     /// The aggregate over the documents a query returned.

@@ -137,12 +137,33 @@ public struct Query: Sendable, Equatable {
 }
 
 extension Query.Filter {
-    /// Fields constrained by an inequality (<, <=, >, >=, !=, not-in, is-not-null/nan).
+    /// Fields constrained by an inequality (<, <=, >, >=, !=, not-in, is-not-null/nan). A range
+    /// on null or NaN, which matches nothing, is none: the emulator plans it away, so it
+    /// neither orders nor limits orders.
     public var inequalityFields: Set<FieldPath> {
         switch self {
-        case .field(let field, let op, _): op.isInequality ? [field] : []
+        case .field(let field, let op, let value): op.isInequality && !Query.Filter.matchesNothing(op, value) ? [field] : []
         case .unary(let field, let op): (op == .isNotNaN || op == .isNotNull) ? [field] : []
         case .composite(_, let filters): filters.reduce(into: Set()) { $0.formUnion($1.inequalityFields) }
+        }
+    }
+
+    /// Whether a range filter matches no document on the backend whatever the data.
+    static func matchesNothing(_ op: Query.FieldOperator, _ operand: Value) -> Bool {
+        switch op {
+        case .lessThan, .lessThanOrEqual, .greaterThan, .greaterThanOrEqual: operand.isNullOrNaN
+        default: false
+        }
+    }
+
+    /// The largest number of array-contains(-any) filters in one conjunction of the filter's
+    /// disjunctive normal form: an AND adds its parts' counts, an OR takes the largest.
+    var mostArrayContainsPerConjunction: Int {
+        switch self {
+        case .field(_, let op, _): op == .arrayContains || op == .arrayContainsAny ? 1 : 0
+        case .unary: 0
+        case .composite(.and, let filters): filters.reduce(0) { $0 + $1.mostArrayContainsPerConjunction }
+        case .composite(_, let filters): filters.map(\.mostArrayContainsPerConjunction).max() ?? 0
         }
     }
 

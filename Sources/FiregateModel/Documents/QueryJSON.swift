@@ -105,7 +105,6 @@ extension Query {
         if let filter {
             let leaves = filter.leaves
             var notFilters = 0
-            var arrayContains = 0
             var disjunctive = 0
             for leaf in leaves {
                 switch leaf {
@@ -123,7 +122,6 @@ extension Query {
                         }
                         if op == .notIn { notFilters += 1 } else { disjunctive += 1 }
                     case .notEqual: notFilters += 1
-                    case .arrayContains: arrayContains += 1
                     default: break
                     }
                     if field.isDocumentID { try Query.validateKeyOperand(value, op: op, database: database) }
@@ -143,8 +141,10 @@ extension Query {
                leaves.contains(where: { if case .field(let field, let op, _) = $0 { field.isDocumentID && (op == .equal || op == .in) } else { false } }) {
                 throw .invalidArgument("Equality on key is not allowed if there are other inequality fields and key does not appear in inequalities.")
             }
-            if arrayContains > 1 {
-                throw .invalidArgument("A query can have at most one ARRAY_CONTAINS filter.")
+            // One array-contains or array-contains-any per conjunction of the filter's
+            // disjunctive normal form (counted without expanding it).
+            if filter.mostArrayContainsPerConjunction > 1 {
+                throw .invalidArgument("A maximum of 1 'ARRAY_CONTAINS' filter is allowed per disjunction.")
             }
             if leaves.contains(where: { if case .field(_, .notIn, _) = $0 { true } else { false } }), disjunctive > 0 || filter.containsOr {
                 throw .invalidArgument("NOT_IN cannot be combined with IN, ARRAY_CONTAINS_ANY or OR filters.")

@@ -131,6 +131,12 @@ extension FieldTransform {
             guard let items = list == .null ? [] : list.arrayValue else { throw .invalidArgument("\(name).values must be a list.") }
             return try items.map { item throws(FiregateError) in try Value(json: item) }
         }
+        // One transformation per field transform (a oneof): production refuses the payload.
+        let kinds = ["setToServerValue", "increment", "maximum", "minimum", "appendMissingElements", "removeAllFromArray"]
+            .filter { json.member($0).map { $0 != .null } ?? false }
+        if kinds.count > 1 {
+            throw .invalidArgument("Invalid JSON payload received. Oneof field 'transform_type' is already set. Cannot set '\(kinds[1])'.")
+        }
         if let server = json.member("setToServerValue"), server != .null {
             guard server == .string("REQUEST_TIME") || server == .int(1) else {
                 throw .invalidArgument("setToServerValue must be REQUEST_TIME.")
