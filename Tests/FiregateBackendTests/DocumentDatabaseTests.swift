@@ -92,7 +92,7 @@ final class DocumentDatabaseCommitTests: XCTestCase {
         guard case .success = results[3] else { return XCTFail("write 3 failed") }
         XCTAssertNotNil(try db.get(rpath("c/a")).value)
         XCTAssertNil(try db.get(rpath("c/missing")).value)
-        await assertThrowsFiregate(.invalidArgument, contains: "multiple writes to the same document") {
+        await assertThrowsFiregate(.invalidArgument, contains: "the same document cannot be written more than once in a single request") {
             try await db.batchWrite([set("c/x", [:]), delete("c/x")])
         }
         XCTAssertNil(try db.get(rpath("c/x")).value)

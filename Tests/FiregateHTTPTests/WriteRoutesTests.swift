@@ -55,7 +55,7 @@ final class CommitRouteTests: XCTestCase {
             let many = (0...500).map { #"{"delete":"\#(root)/c/d\#($0)"}"# }.joined(separator: ",")
             assertError(try await client.send(.post, "\(base):commit", #"{"writes":[\#(many)]}"#), 400, "INVALID_ARGUMENT",
                         contains: "A maximum of 500 writes allowed per request.")
-            assertError(try await client.send(.post, "\(base):batchWrite", #"{"writes":[\#(many)]}"#), 400, "INVALID_ARGUMENT", contains: "500")
+            assertError(try await client.send(.post, "\(base):batchWrite", #"{"writes":[\#(many)]}"#, headers: Self.owner), 400, "INVALID_ARGUMENT", contains: "500")
             let fiveHundred = (0..<500).map { #"{"update":{"name":"\#(root)/c/d\#($0)","fields":{}}}"# }.joined(separator: ",")
             let ok = try await client.send(.post, "\(base):commit", #"{"writes":[\#(fiveHundred)]}"#)
             XCTAssertEqual(ok.json?["writeResults"]?.arrayValue?.count, 500)
@@ -80,14 +80,19 @@ final class CommitRouteTests: XCTestCase {
         }
     }
 
+    static let owner: HTTPFields = [.authorization: "Bearer owner"]
+
     func testBatchWrite() async throws {
         try await withServer { client, _ in
             _ = try await client.send(.post, "\(base)/c?documentId=there", "{}")
-            let reply = try await client.send(.post, "\(base):batchWrite", """
+            let writes = """
                 {"writes":[{"update":{"name":"\(root)/c/ok","fields":{"a":{"integerValue":"1"}}}},
                            {"update":{"name":"\(root)/c/missing","fields":{}},"currentDocument":{"exists":true}},
                            {"delete":"\(root)/c/there"}]}
-                """)
+                """
+            // An admin API: refused to anyone else, whatever the rules.
+            assertError(try await client.send(.post, "\(base):batchWrite", writes), 403, "PERMISSION_DENIED", contains: "Batch writes require admin authentication.")
+            let reply = try await client.send(.post, "\(base):batchWrite", writes, headers: Self.owner)
             XCTAssertEqual(reply.status, 200, reply.text)
             let results = try XCTUnwrap(reply.json?["writeResults"]?.arrayValue)
             XCTAssertEqual(results.count, 3)
@@ -100,7 +105,7 @@ final class CommitRouteTests: XCTestCase {
             assertError(try await client.send(.get, "\(base)/c/there"), 404, "NOT_FOUND")
             assertError(try await client.send(.post, "\(base):batchWrite", """
                 {"writes":[{"delete":"\(root)/c/ok"},{"delete":"\(root)/c/ok"}]}
-                """), 400, "INVALID_ARGUMENT", contains: "multiple writes to the same document")
+                """, headers: Self.owner), 400, "INVALID_ARGUMENT", contains: "the same document cannot be written more than once in a single request")
         }
     }
 }

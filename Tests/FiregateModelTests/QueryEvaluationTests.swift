@@ -18,11 +18,23 @@ final class QueryEvaluationTests: XCTestCase {
         values.map { id, value in makeDoc("c/\(id)", value.map { ["a": $0] } ?? ["other": .integer(0)]) }
     }
 
-    func ids(_ query: Query, over docs: [Document]? = nil) -> [String] {
-        query.run(over: docs ?? documents, database: testDB).documents.map(\.path.lastSegment)
+    /// The SDK's matcher (`locally`, an edge client's view) unless told the backend's.
+    func ids(_ query: Query, over docs: [Document]? = nil, locally: Bool = true) -> [String] {
+        query.run(over: docs ?? documents, database: testDB, locally: locally).documents.map(\.path.lastSegment)
     }
 
-    func ids(where filter: F) -> Set<String> { Set(ids(Query(collectionID: "c", filter: filter))) }
+    func ids(where filter: F, locally: Bool = true) -> Set<String> { Set(ids(Query(collectionID: "c", filter: filter), locally: locally)) }
+
+    /// The backend: a null or NaN operand matches nothing (docs/documents.md).
+    func testTheBackendMatchesNothingWithNullOrNaNOperands() {
+        XCTAssertEqual(ids(where: .field(fpath("a"), .equal, .null), locally: false), [])
+        XCTAssertEqual(ids(where: .field(fpath("a"), .equal, .double(.nan)), locally: false), [])
+        XCTAssertEqual(ids(where: .field(fpath("a"), .in, .array([.double(3), .string("b"), .null])), locally: false), ["i3", "sb"])
+        XCTAssertEqual(ids(where: .field(fpath("a"), .notEqual, .null), locally: false), [])
+        XCTAssertEqual(ids(where: .field(fpath("a"), .notEqual, .double(.nan)), locally: false),
+                       Set(values.map(\.0)).subtracting(["missing", "null"]))
+        XCTAssertEqual(ids(where: .field(fpath("a"), .equal, .integer(1)), locally: false), ["i1", "d1"])
+    }
 
     func testEqualMatchesAcrossIntAndDouble() {
         XCTAssertEqual(ids(where: .field(fpath("a"), .equal, .integer(1))), ["i1", "d1"])

@@ -128,10 +128,21 @@ final class QueryJSONTests: XCTestCase {
         let isNotNull = #"{"unaryFilter":{"op":"IS_NOT_NULL","field":{"fieldPath":"c"}}}"#
         let inFilter = fieldFilter("d", "\"IN\"", list(2))
         let contains = fieldFilter("e", "\"ARRAY_CONTAINS\"", #"{"integerValue":"1"}"#)
-        assertInvalid(two(notEqual, notIn), contains: "at most one")
-        assertInvalid(two(notEqual, isNotNull), contains: "at most one")
+        assertInvalid(two(notEqual, notIn), contains: "Only a single 'NOT_EQUAL'")
+        assertInvalid(two(notEqual, isNotNull), contains: "Only a single 'NOT_EQUAL'")
         assertInvalid(two(notIn, inFilter), contains: "NOT_IN cannot be combined")
-        assertInvalid(two(contains, contains), contains: "ARRAY_CONTAINS")
+        assertInvalid(two(contains, contains), contains: "A maximum of 1 'ARRAY_CONTAINS' filter is allowed per disjunction.")
+        let containsAny = fieldFilter("f", "\"ARRAY_CONTAINS_ANY\"", list(2))
+        assertInvalid(two(contains, containsAny), contains: "per disjunction")
+        // One per conjunction of the disjunctive normal form: each side of an OR may have one.
+        XCTAssertNoThrow(try parse(#"{\#(from),"where":{"compositeFilter":{"op":"OR","filters":[\#(contains),\#(containsAny)]}}}"#))
+        // A key equality beside another field's inequality, or an order with a field after the key.
+        let key = fieldFilter("__name__", "\"EQUAL\"", #"{"referenceValue":"\#(docName("c/a"))"}"#)
+        assertInvalid(two(notEqual, key), contains: "Equality on key is not allowed")
+        assertInvalid(#"{\#(from),"where":\#(notEqual),"orderBy":[{"field":{"fieldPath":"__name__"}}]}"#, contains: "more fields after the key")
+        // A range on null or NaN matches nothing and is no inequality.
+        let nanRange = fieldFilter("a", "\"LESS_THAN\"", #"{"doubleValue":"NaN"}"#)
+        XCTAssertNoThrow(try parse(#"{\#(from),"where":\#(nanRange),"orderBy":[{"field":{"fieldPath":"__name__"}}]}"#))
         assertInvalid(#"{\#(from),"where":{"compositeFilter":{"op":"OR","filters":[\#(notIn),\#(contains)]}}}"#, contains: "NOT_IN cannot be combined")
         XCTAssertNoThrow(try parse(two(notEqual, inFilter)))
         XCTAssertNoThrow(try parse(two(inFilter, contains)))
