@@ -239,3 +239,26 @@ def test_a_raw_client_is_known_by_the_database_its_messages_name(server):
         set_network(base, {"project": "p"}, online=True)
         listen.close()
         channel.close()
+
+
+def test_keepalive_pings_are_answered_and_the_idle_connection_kept(server):
+    """grpc clients ping an idle connection (keepalive); the server answers and keeps it, never
+    counting the pings as abuse (a GOAWAY would make the client reconnect)."""
+    _, base = server
+    options = [("grpc.keepalive_time_ms", 200), ("grpc.keepalive_timeout_ms", 2000), ("grpc.keepalive_permit_without_calls", 1),
+               ("grpc.http2.max_pings_without_data", 0), ("grpc.http2.min_time_between_pings_ms", 100)]
+    channel = grpc.insecure_channel(base.split("://", 1)[1], options=options)
+    get = channel.unary_unary("/google.firestore.v1.Firestore/GetDocument", request_serializer=fs.GetDocumentRequest.serialize,
+                              response_deserializer=doc_types.Document.deserialize)
+    try:
+        with pytest.raises(grpc.RpcError):
+            get(fs.GetDocumentRequest(name=f"{DB}/documents/c/d"), metadata=[("google-cloud-resource-prefix", DB)], timeout=T)
+        peers = {c["peer"] for c in registry(base) if c["protocol"] == "firestore-grpc"}
+        assert len(peers) == 1
+        time.sleep(3)  # about fifteen pings, no call
+        with pytest.raises(grpc.RpcError) as missing:
+            get(fs.GetDocumentRequest(name=f"{DB}/documents/c/d"), metadata=[("google-cloud-resource-prefix", DB)], timeout=T)
+        assert missing.value.code() == grpc.StatusCode.NOT_FOUND
+        assert {c["peer"] for c in registry(base) if c["protocol"] == "firestore-grpc"} == peers  # the same connection
+    finally:
+        channel.close()
