@@ -122,3 +122,18 @@ def project():
 def namespace():
     """A fresh tree namespace per test."""
     return "ns-" + uuid.uuid4().hex[:12]
+
+
+@pytest.fixture(scope="session")
+def firestore_emulator():
+    """The official Cloud Firestore emulator (oracle.py), one for the session: the oracle the
+    test_oracle* modules compare Firegate with. Missing, it fails under CI and skips elsewhere."""
+    import oracle
+    binary = oracle.emulator_binary()
+    if binary is None:
+        if os.environ.get("CI"):
+            pytest.fail("the official Firestore emulator (google-cloud-cli-firestore-emulator) is not installed")
+        pytest.skip("the official Firestore emulator is not installed")
+    emulator = oracle.OfficialEmulator(binary)
+    yield emulator
+    emulator.stop()

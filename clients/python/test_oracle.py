@@ -29,18 +29,6 @@ CASES = int(os.environ.get("ORACLE_CASES", "2000"))
 T = 30
 
 
-@pytest.fixture(scope="module")
-def emulator():
-    binary = oracle.emulator_binary()
-    if binary is None:
-        if os.environ.get("CI"):
-            pytest.fail("the official Firestore emulator (google-cloud-cli-firestore-emulator) is not installed")
-        pytest.skip("the official Firestore emulator is not installed")
-    e = oracle.OfficialEmulator(binary)
-    yield e
-    e.stop()
-
-
 class Pair:
     """One project on both servers."""
 
@@ -91,8 +79,8 @@ def _numbers(shape):
 
 
 @pytest.fixture
-def pair(base_url, emulator):
-    return Pair(base_url, emulator)
+def pair(base_url, firestore_emulator):
+    return Pair(base_url, firestore_emulator)
 
 
 # --------------------------------------------------------------------------------------------
