@@ -301,3 +301,102 @@ def test_generated_queries_and_aggregations_answer_the_same(pair):
         for side in ("firegate", "emulator"):
             requests.post(f"{pair.root(side)}:commit", json={"writes": [{"delete": pair.name(p)} for p in docs]}, headers=OWNER, timeout=T)
     assert cases == (CASES // sets) * sets
+
+
+# --------------------------------------------------------------------------------------------
+# Listen: the message sequence for a script of writes, then a resume after changes and deletes
+
+def _normalized(responses, docs):
+    """Listen responses as (kind, …) tuples without tokens and times; `docs` follows the target."""
+    from google.cloud.firestore_v1.types import firestore as fs
+    out = []
+    for response in responses:
+        kind = fs.ListenResponse.pb(response).WhichOneof("response_type")
+        if kind == "target_change":
+            tc = response.target_change
+            out.append(("target", fs.TargetChange.TargetChangeType(tc.target_change_type).name, sorted(tc.target_ids)))
+            if tc.target_change_type == fs.TargetChange.TargetChangeType.RESET:
+                docs.clear()
+        elif kind == "document_change":
+            dc = response.document_change
+            leaf, n = dc.document.name.rsplit("/", 1)[1], dc.document.fields["n"].integer_value
+            out.append(("change", leaf, n, sorted(dc.target_ids), sorted(dc.removed_target_ids)))
+            if 1 in dc.target_ids:
+                docs[leaf] = n
+            elif 1 in dc.removed_target_ids:
+                docs.pop(leaf, None)
+        elif kind in ("document_delete", "document_remove"):
+            leaf = getattr(response, kind).document.rsplit("/", 1)[1]
+            out.append((kind.split("_")[1], leaf))
+            docs.pop(leaf, None)
+        elif kind == "filter":
+            out.append(("filter", response.filter.target_id, response.filter.count))
+    return out
+
+
+def _listen_script(base, project):
+    """The script on one server: (the live part's messages, its documents, the resume's
+    messages, the documents after it)."""
+    import grpc
+    from google.cloud.firestore_v1.types import firestore as fs
+    from test_grpc import ListenStream
+
+    database = f"projects/{project}/databases/(default)"
+    root = f"{base}/v1/{database}/documents"
+
+    def write(path, n=None):
+        r = (requests.delete(f"{root}/{path}", headers=OWNER, timeout=T) if n is None else
+             requests.patch(f"{root}/{path}", json={"fields": {"n": {"integerValue": str(n)}}}, headers=OWNER, timeout=T))
+        assert r.status_code == 200, r.text
+
+    for leaf, n in (("a", 1), ("b", 2), ("c", 3)):
+        write(f"l/{leaf}", n)
+    query = {"parent": f"{database}/documents", "structured_query": {"from_": [{"collection_id": "l"}]}}
+    channel = grpc.insecure_channel(base.split("://", 1)[1])
+    try:
+        docs, live, states = {}, [], []
+        stream = ListenStream(channel, fs.ListenRequest(database=database, add_target={"target_id": 1, "query": query}))
+        responses = stream.until_global_snapshot()
+        for path, n in (("l/d", 4), ("l/a", 10), ("l/c", None)):
+            live += _normalized(responses, docs)
+            states.append(dict(docs))
+            write(path, n)
+            responses = stream.until_global_snapshot()
+        live += _normalized(responses, docs)
+        states.append(dict(docs))
+        token = responses[-1].target_change.resume_token
+        stream.close()
+        live_docs = states
+        # Away: a changed, b deleted, e added; then the listen resumes from the token.
+        for path, n in (("l/a", 20), ("l/b", None), ("l/e", 5)):
+            write(path, n)
+        resumed = ListenStream(channel, fs.ListenRequest(database=database, add_target={"target_id": 1, "query": query, "resume_token": token}))
+        resume = _normalized(resumed.until_global_snapshot(), docs)
+        resumed.close()
+        return live, live_docs, resume, docs
+    finally:
+        channel.close()
+
+
+def test_a_listen_and_its_resume_answer_the_same(pair):
+    project = pair.project
+    ours = _listen_script(pair.bases["firegate"], project)
+    theirs = _listen_script(pair.bases["emulator"], project)
+    # The first answer is the same message for message.
+    first = ours[0][:ours[0].index(("target", "NO_CHANGE", [])) + 1]
+    assert theirs[0][:len(first)] == first, f"first answers differ:\nfiregate: {ours[0]}\nemulator: {theirs[0]}"
+    # Each snapshot leaves the target with the same documents. divergences.json
+    # "listen-query-changes": the emulator answers each change of a query target with RESET and
+    # the whole result; Firegate, as production, with the changed documents only.
+    states = [{"a": 1, "b": 2, "c": 3}, {"a": 1, "b": 2, "c": 3, "d": 4}, {"a": 10, "b": 2, "c": 3, "d": 4}, {"a": 10, "b": 2, "d": 4}]
+    assert ours[1] == theirs[1] == states, (ours[0], theirs[0])
+    assert ("target", "RESET", [1]) not in ours[0] and ("target", "RESET", [1]) in theirs[0]
+    assert ours[0][len(first):] == [("change", "d", 4, [1], []), ("target", "NO_CHANGE", []), ("change", "a", 10, [1], []),
+                                    ("target", "NO_CHANGE", []), ("delete", "c"), ("target", "NO_CHANGE", [])], ours[0]
+    # After the resume both leave the client with the same documents. divergences.json
+    # "listen-resume-reset": the emulator resets the target and sends the whole result, Firegate
+    # (as production) sends what changed since the token.
+    assert ours[3] == theirs[3] == {"a": 20, "d": 4, "e": 5}, (ours[2], theirs[2])
+    assert ("target", "RESET", [1]) in theirs[2], theirs[2]
+    assert ("target", "RESET", [1]) not in ours[2], ours[2]
+    assert ("change", "d", 4, [1], []) not in ours[2], ours[2]  # unchanged since the token: not sent again
