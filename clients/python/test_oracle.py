@@ -121,6 +121,28 @@ def test_every_value_type_round_trips_the_same(pair):
         assert requests.patch(f"{pair.root(side)}/values/ref", json=ref, headers=OWNER, timeout=T).status_code == 200
     pair.both("documents", "GET", "values/ref")
     pair.both("documents", "GET", "values/map", params={"mask.fieldPaths": ["v.a.b", "missing"]})
+    # Over gRPC: the same documents as messages, and the same statuses.
+    for key in list(VALUES) + ["ref", "missing"]:
+        ours, theirs = (_grpc_get(base, pair.name(f"values/{key}")) for base in (pair.bases["firegate"], pair.bases["emulator"]))
+        assert oracle.numbers_close(_numbers(ours), _numbers(theirs)), (key, ours, theirs)
+
+
+def _grpc_get(base, name):
+    """GetDocument over gRPC: ("ok", the document without its times) or ("error", status code)."""
+    import grpc
+    from google.cloud.firestore_v1.types import document as doc_types
+    from google.cloud.firestore_v1.types import firestore as fs
+    channel = grpc.insecure_channel(base.split("://", 1)[1])
+    try:
+        call = channel.unary_unary("/google.firestore.v1.Firestore/GetDocument", request_serializer=fs.GetDocumentRequest.serialize,
+                                   response_deserializer=doc_types.Document.deserialize)
+        try:
+            document = call(fs.GetDocumentRequest(name=name), metadata=[("authorization", "Bearer owner")], timeout=T)
+        except grpc.RpcError as error:
+            return ("error", error.code().name)
+        return ("ok", oracle.normalize(json.loads(doc_types.Document.to_json(document))))
+    finally:
+        channel.close()
 
 
 TRANSFORMS = [
