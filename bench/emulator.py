@@ -161,8 +161,4 @@ def main():
 
 
 if __name__ == "__main__":
-    try:
-        sys.exit(main())
-    except fgbench.BenchError as e:
-        print(f"bench: {e}", file=sys.stderr)
-        sys.exit(2)
+    fgbench.run_main(main)

@@ -77,6 +77,16 @@ def run_script(main, seconds: float):
         sys.exit(2)
 
 
+def run_main(main):
+    """Runs the synchronous `main()` and exits with its status; a BenchError exits 2 (the run failed)."""
+    import sys
+    try:
+        sys.exit(main())
+    except BenchError as e:
+        print(f"bench: {e}", file=sys.stderr)
+        sys.exit(2)
+
+
 # ---------------------------------------------------------------------------------------------
 # the binary and the server process
 # ---------------------------------------------------------------------------------------------
