@@ -8,7 +8,9 @@ client closes it:
   websocket    an RTDB socket, one listen answered, then the socket closed
   sse          a document :listen over SSE until its first snapshot, then the socket closed
   http1        a keep-alive HTTP/1.1 connection, one GET, then closed
-  edge         an edge client created, one write acknowledged, deleted
+  edge         an edge client created, one write acknowledged, deleted (after --prefill commits
+               have filled the database's bounded resume history, which each write would
+               otherwise grow)
 then the server's open descriptors, resident memory and connections registry compared with
 before the protocol (after a settle of up to 10 s). Targets: +0 descriptors, +0 entries, and
 < +8 MiB resident per protocol at 10 000 clients.
@@ -130,6 +132,22 @@ class Churn:
         _request(self.base, "DELETE", client)
 
 
+def prefill_history(base, commits):
+    """Fills the database's resume history (the last 20 000 commits it keeps, bounded) before
+    the edge clients' writes are measured, so that its growth is not counted as theirs."""
+    import http.client
+    host, port = base.split("://", 1)[1].split(":")
+    connection = http.client.HTTPConnection(host, int(port), timeout=10)
+    for i in range(commits):
+        body = json.dumps({"writes": [{"update": {"name": f"{DB}/documents/h/{i % 10}", "fields": {"i": {"integerValue": str(i)}}}}]})
+        connection.request("POST", f"/v1/{DB}/documents:commit", body, {"Content-Type": "application/json"})
+        response = connection.getresponse()
+        response.read()
+        if response.status != 200:
+            raise fgbench.BenchError(f"prefill commit answered {response.status}")
+    connection.close()
+
+
 def _length(head):
     for line in head.split(b"\r\n"):
         if line.lower().startswith(b"content-length:"):
@@ -147,11 +165,14 @@ def settle(server, base, fds_before, entries_before, seconds=10.0):
         time.sleep(0.1)
 
 
-def run(server, clients, protocols, say=fgbench.log):
-    """Churns each protocol; returns {protocol: {"fds": Δ, "entries": Δ, "rss_mib": Δ, "seconds": s}}."""
+def run(server, clients, protocols, say=fgbench.log, prefill=0):
+    """Churns each protocol; returns {protocol: {"fds": Δ, "entries": Δ, "rss_mib": Δ, "seconds": s}}.
+    `prefill`: commits made before the edge clients' (see prefill_history)."""
     churn = Churn(server.base)
     results = {}
     for protocol in protocols:
+        if protocol == "edge" and prefill:
+            prefill_history(server.base, prefill)
         use = getattr(churn, protocol.replace("-", "_"))
         use(-1)  # one first client: what is made once per server is not churn
         fds0, entries0 = settle(server, server.base, 0, 0, seconds=2)
@@ -174,13 +195,15 @@ def main():
     ap = fgbench.argument_parser(__doc__)
     ap.add_argument("--clients", type=int, default=10000)
     ap.add_argument("--only", default=",".join(PROTOCOLS))
+    ap.add_argument("--prefill", type=int, default=20000,
+                    help="commits before the edge clients' writes: the resume history a database keeps is full then")
     args = ap.parse_args()
     fgbench.check_binary(args.bin, args.allow_debug)
     fgbench.raise_nofile(65536)
     server = fgbench.Server(args.bin, PROJECT, durable=False, label="churn").start()
     failed = False
     try:
-        results = run(server, args.clients, [p for p in args.only.split(",") if p])
+        results = run(server, args.clients, [p for p in args.only.split(",") if p], prefill=args.prefill)
         for protocol, r in results.items():
             fgbench.emit(f"churn_{protocol}_rss", round(r["rss_mib"], 2), "MiB")
             failed |= r["fds"] > 0 or r["entries"] > 0 or r["rss_mib"] >= 8

@@ -266,8 +266,11 @@ final class GRPCCallTicket: Sendable {
         if delta != 0 { registry.updateListens(entryID, by: delta) }
     }
 
+    /// The call is over: it leaves its entry, and its termination hook is dropped (the hook
+    /// holds the call, which holds this ticket — kept, both would outlive every ended call).
     func end() {
         setListens(0)
+        termination.withLock { $0.hook = nil }
         connection?.end(self)
     }
 }

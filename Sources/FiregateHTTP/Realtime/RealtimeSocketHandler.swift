@@ -85,6 +85,7 @@ final class RealtimeSocketHandler: ChannelInboundHandler {
     func channelInactive(context: ChannelHandlerContext) {
         idleCheck?.cancel()
         idleCheck = nil
+        transport.detach()
         session.connectionClosed()
         closed(transport.closeReason ?? "The connection closed.")
         context.fireChannelInactive()

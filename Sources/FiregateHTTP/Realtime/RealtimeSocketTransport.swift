@@ -32,6 +32,11 @@ final class RealtimeSocketTransport: RealtimeTransport, Sendable {
     /// Called by the socket handler when it joins the pipeline, on the event loop.
     func attach(_ context: ChannelHandlerContext) { self.context.value = context }
 
+    /// Called by the socket handler when the connection is gone, on the event loop: the context
+    /// holds the handler, which holds this transport — kept, the pair (and the session) would
+    /// outlive every closed socket.
+    func detach() { context.value = nil }
+
     /// Writes `frame` from the socket handler's place; on the event loop.
     private func write(_ frame: ByteBuffer) -> EventLoopFuture<Void> {
         guard let context = context.value else { return channel.eventLoop.makeFailedFuture(ChannelError.ioOnClosedChannel) }
