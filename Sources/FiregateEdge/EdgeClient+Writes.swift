@@ -56,15 +56,19 @@ extension EdgeClient {
     public func waitForAck(_ batchID: Int64, timeoutMs: Int? = nil) async -> WriteState {
         if let state = writeCallbacks[batchID], state != .pending { return state }
         let waiterID = writeCallbacks.nextID()
-        if let timeoutMs {
-            Task {
+        // Ended once the answer comes, and weak meanwhile: neither the timer nor the client it
+        // would expire outlives the wait (clients made and deleted by the thousand).
+        let timer = timeoutMs.map { timeoutMs in
+            Task { [weak self] in
                 try? await Task.sleep(for: .milliseconds(timeoutMs))
-                await self.expireAckWaiter(batchID, waiterID)
+                await self?.expireAckWaiter(batchID, waiterID)
             }
         }
-        return await withCheckedContinuation { continuation in
+        let state = await withCheckedContinuation { continuation in
             writeCallbacks.waitForAck(batchID, (waiterID, continuation))
         }
+        timer?.cancel()
+        return state
     }
 
     func expireAckWaiter(_ batchID: Int64, _ waiterID: Int) {
@@ -272,13 +276,15 @@ extension EdgeClient {
         try beginDataCall()
         guard let upTo = local.mutationQueue.highestID else { return true }
         let waiterID = writeCallbacks.nextID()
-        Task {
+        let timer = Task { [weak self] in
             try? await Task.sleep(for: .milliseconds(timeoutMs))
-            await self.expireWaiter(waiterID)
+            await self?.expireWaiter(waiterID)
         }
-        return await withCheckedContinuation { continuation in
+        let settled = await withCheckedContinuation { continuation in
             writeCallbacks.waitForPendingWrites((waiterID, upTo, continuation))
         }
+        timer.cancel()
+        return settled
     }
 
     func expireWaiter(_ waiterID: Int) {
