@@ -138,8 +138,8 @@ public struct Query: Sendable, Equatable {
 
 extension Query.Filter {
     /// Fields constrained by an inequality (<, <=, >, >=, !=, not-in, is-not-null/nan). A range
-    /// on null or NaN, which matches nothing, is none: the emulator plans it away, so it
-    /// neither orders nor limits orders.
+    /// on null or NaN and `!= null`, which match nothing, are none: the emulator plans them
+    /// away, so they neither order nor limit orders.
     public var inequalityFields: Set<FieldPath> {
         switch self {
         case .field(let field, let op, let value): op.isInequality && !Query.Filter.matchesNothing(op, value) ? [field] : []
@@ -148,10 +148,12 @@ extension Query.Filter {
         }
     }
 
-    /// Whether a range filter matches no document on the backend whatever the data.
+    /// Whether a range or `!=` filter matches no document on the backend whatever the data
+    /// (a range on null or NaN, `!= null`).
     static func matchesNothing(_ op: Query.FieldOperator, _ operand: Value) -> Bool {
         switch op {
         case .lessThan, .lessThanOrEqual, .greaterThan, .greaterThanOrEqual: operand.isNullOrNaN
+        case .notEqual: operand == .null
         default: false
         }
     }
