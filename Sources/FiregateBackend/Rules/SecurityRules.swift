@@ -176,9 +176,4 @@ extension SecurityRules {
         }
         return known
     }
-
-    /// The token of an `Authorization: Bearer …` header.
-    public static func bearerToken(_ authorization: String?) -> String? {
-        CallIdentity.bearerToken(authorization)
-    }
 }

@@ -32,7 +32,7 @@ struct DocumentRoutes: Sendable {
             let release = rules.isActive ? rules.firestore(project: target.database.project) : nil
             var access: ListenAccess?
             if release != nil || target.verb == "listen" {
-                let caller = try rules.caller(token: SecurityRules.bearerToken(request.headers[.authorization]), judged: release != nil,
+                let caller = try rules.caller(token: CallIdentity.bearerToken(request.headers[.authorization]), judged: release != nil,
                                               surface: target.verb == "listen" ? "sse" : "rest")
                 judge = release.flatMap { rules.documentJudge(target.database, caller: caller, release: $0) }
                 access = ListenAccess(rules: rules, caller: caller)

@@ -13,7 +13,7 @@ struct FastPathRules: Sendable {
     func judge(_ database: DatabaseID, authorization: String?) -> Result<DocumentRulesJudge, FiregateError>? {
         guard rules.isActive, let release = rules.firestore(project: database.project) else { return nil }
         do {
-            let caller = try rules.caller(token: SecurityRules.bearerToken(authorization), judged: true, surface: "rest")
+            let caller = try rules.caller(token: CallIdentity.bearerToken(authorization), judged: true, surface: "rest")
             return rules.documentJudge(database, caller: caller, release: release).map { .success($0) }
         } catch {
             return .failure(error)
@@ -22,7 +22,7 @@ struct FastPathRules: Sendable {
 
     /// Who an `Authorization` header names (the admin token too), for judging a stream later.
     func identity(_ authorization: String?) -> CallIdentity {
-        (try? rules.caller(token: SecurityRules.bearerToken(authorization), judged: false, surface: "sse").identity) ?? .unauthenticated
+        (try? rules.caller(token: CallIdentity.bearerToken(authorization), judged: false, surface: "sse").identity) ?? .unauthenticated
     }
 
     /// A judged GET: the denial, the 404, or the document's cached encoding.

@@ -60,7 +60,7 @@ struct FirestoreGRPCService: Sendable {
         var caller: RulesCaller?
         if status == nil {
             do {
-                caller = try backend.rules.caller(token: SecurityRules.bearerToken(request.headers[.authorization]), judged: backend.rules.isActive,
+                caller = try backend.rules.caller(token: CallIdentity.bearerToken(request.headers[.authorization]), judged: backend.rules.isActive,
                                                   surface: "grpc")
             } catch {
                 status = error

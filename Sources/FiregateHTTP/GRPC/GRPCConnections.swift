@@ -123,6 +123,17 @@ struct GRPCCaller: Hashable, Sendable {
         self.authorization = authorization
         self.userAgent = userAgent
     }
+
+    // The user agent describes the entry; it does not tell callers apart (nor cost a hash per call).
+    static func == (a: GRPCCaller, b: GRPCCaller) -> Bool {
+        a.database == b.database && a.appID == b.appID && a.authorization == b.authorization
+    }
+
+    func hash(into hasher: inout Hasher) {
+        hasher.combine(database)
+        hasher.combine(appID)
+        hasher.combine(authorization)
+    }
 }
 
 /// One HTTP/2 connection's callers and the calls running for each.
@@ -181,11 +192,7 @@ final class GRPCConnection: Sendable {
     }
 
     func end(_ ticket: GRPCCallTicket) {
-        state.withLock { state in
-            guard var scope = state.scopes[ticket.caller] else { return }
-            scope.calls.removeValue(forKey: ticket.number)
-            state.scopes[ticket.caller] = scope
-        }
+        state.withLock { state in _ = state.scopes[ticket.caller]?.calls.removeValue(forKey: ticket.number) }
     }
 
     /// Ends every call of a caller with `error` and closes its entry; its next call opens a new one.

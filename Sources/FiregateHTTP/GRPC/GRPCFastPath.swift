@@ -192,7 +192,7 @@ final class GRPCFastPath: ChannelInboundHandler {
             ticket.end()
             return false
         }
-        let token = SecurityRules.bearerToken(headers.first(name: "authorization"))
+        let token = CallIdentity.bearerToken(headers.first(name: "authorization"))
         let identity = (try? service.backend.rules.caller(token: token, judged: false, surface: "grpc").identity) ?? .unauthenticated
         let listen = GRPCListenStream(stream: stream, service: service, ticket: ticket, context: context,
                                       caller: RulesCaller(identity: identity, surface: "grpc")) { [unowned self] in

@@ -70,7 +70,7 @@ struct RulesRoutes: Sendable {
             let parameters = try request.queryItems()
             let namespace = parameters.first { $0.name == "ns" }?.value ?? defaultNamespace
             try TreeBackend.validateNamespace(namespace)
-            let token = SecurityRules.bearerToken(request.headers[.authorization]) ?? parameters.first { $0.name == "auth" }?.value
+            let token = CallIdentity.bearerToken(request.headers[.authorization]) ?? parameters.first { $0.name == "auth" }?.value
             // The rules are the admin's to change; to read too on a server with an admin token.
             if request.method != .get || rules.admin.token != nil {
                 guard try rules.caller(token: token, judged: true, surface: "rest").identity == .admin else {

@@ -26,7 +26,7 @@ struct TreeRoutes: Sendable {
                 return try await forwarding.forward(request, body: body, to: owner)
             }
             if call.method != .options, backend.rules.isActive, backend.rules.realtime(namespace: call.namespace) != nil {
-                let token = SecurityRules.bearerToken(request.headers[.authorization]) ?? call.authToken
+                let token = CallIdentity.bearerToken(request.headers[.authorization]) ?? call.authToken
                 let caller = try backend.rules.caller(token: token, judged: true, surface: call.wantsStream ? "sse" : "rest")
                 judge = backend.rules.treeJudge(call.namespace, caller: caller)
             }
@@ -99,7 +99,7 @@ struct TreeRoutes: Sendable {
     func stream(_ call: TreeRequest, _ request: Request, _ judge: TreeRulesJudge?) async throws -> Response {
         if let judge { try judge.read(call.path, query: call.query, root: try await tree.snapshot(namespace: call.namespace)) }
         let key = TreeStreamKey(path: call.path, query: call.query, format: call.format)
-        let identity = try backend.rules.caller(token: SecurityRules.bearerToken(request.headers[.authorization]) ?? call.authToken, judged: judge != nil,
+        let identity = try backend.rules.caller(token: CallIdentity.bearerToken(request.headers[.authorization]) ?? call.authToken, judged: judge != nil,
                                                 surface: "sse").identity
         let subscription = try await tree.subscribe(namespace: call.namespace, key: key, identity: identity)
         return TreeEventStreamResponse.make(subscription, tree: tree, request: request)
