@@ -78,11 +78,17 @@ let package = Package(
             "FiregateModel", "FiregateBackend",
             .product(name: "DequeModule", package: "swift-collections"),
         ], swiftSettings: codeLayout),
+        // WebChannel (wire version 8), the web SDK's stream transport: framing, form bodies,
+        // request kinds and one session's arrays and acknowledgements, independent of HTTP.
+        .target(name: "FiregateWebChannel", dependencies: [
+            "FiregateModel",
+            .product(name: "DequeModule", package: "swift-collections"),
+        ], swiftSettings: codeLayout),
         // Security rules: the Firestore and Realtime Database rules languages — parser, checker,
         // evaluator — with no I/O (documents and tree reads come in through a protocol).
         .target(name: "FiregateRules", dependencies: ["FiregateModel"], swiftSettings: codeLayout),
         .target(name: "FiregateHTTP", dependencies: [
-            "FiregateModel", "FiregateStore", "FiregateBackend", "FiregateEdge", "FiregateProto", "FiregateRealtime", "FiregatePostgres", "CZlib",
+            "FiregateModel", "FiregateStore", "FiregateBackend", "FiregateEdge", "FiregateProto", "FiregateRealtime", "FiregateWebChannel", "FiregatePostgres", "CZlib",
             .product(name: "Hummingbird", package: "hummingbird"),
             .product(name: "HummingbirdHTTP2", package: "hummingbird"),
             .product(name: "NIOHTTP2", package: "swift-nio-http2"),
@@ -119,6 +125,7 @@ let package = Package(
         ]),
         .testTarget(name: "FiregateProtoTests", dependencies: ["FiregateProto", "FiregateModel"]),
         .testTarget(name: "FiregateRealtimeTests", dependencies: ["FiregateTestSupport", "FiregateRealtime", "FiregateBackend", "FiregateStore", "FiregateModel"]),
+        .testTarget(name: "FiregateWebChannelTests", dependencies: ["FiregateWebChannel", "FiregateModel"]),
         .testTarget(name: "FiregateEdgeTests", dependencies: ["FiregateTestSupport", "FiregateEdge", "FiregateBackend", "FiregateModel"]),
         .testTarget(name: "FiregateBackendTests", dependencies: ["FiregateTestSupport", "FiregateBackend", "FiregateStore", "FiregateModel", "FiregateRules"]),
         .testTarget(name: "FiregateHTTPTests", dependencies: [

@@ -7,7 +7,7 @@ import Logging
 
 /// Routes every request by the shape of its path (DESIGN §1): `/clients/…` → edge,
 /// `/v1/projects/…` → documents, `/emulator/…`, `/healthz` and `/metrics` → operations,
-/// `….json` → tree, anything else → the dashboard's files. Every request is counted, timed
+/// `/google.firestore.v1.Firestore/…/channel` → WebChannel streams, `….json` → tree, anything else → the dashboard's files. Every request is counted, timed
 /// and logged (one line at `debug`) here.
 ///
 /// One responder rather than a route trie because Firestore names carry `:verb` suffixes and
@@ -19,10 +19,12 @@ public struct FiregateResponder: HTTPResponder {
     let tree: TreeRoutes
     let operations: OperationRoutes
     let clients: ClientRoutes
+    let webChannel: WebChannelRoutes
     let staticFiles: StaticFiles
     let adminToken: AdminToken
     let metrics: ServerMetrics
     let logger: Logger
+    let crossOrigin = CrossOrigin()
     /// `Firegate-Replica` on every answer when replicas share a PostgreSQL store.
     var replicaID: String? { operations.backend.replicas?.replicaID }
 
@@ -31,14 +33,19 @@ public struct FiregateResponder: HTTPResponder {
         let path = request.uri.path
         let surface = Surface(path: path)
         var response: Response
-        if FiregateResponder.mayStream(request) {
-            // A stream keeps its connection's task for as long as it is open, and a task keeps
-            // the async-frame memory of its deepest call for its whole life: the routing, the
-            // first query and the first frame run in a task of their own, so an idle stream
-            // holds only the frames of writing it (DESIGN §3's idle-stream memory).
-            response = await Task { await route(surface, request, context: context) }.value
-        } else {
-            response = await route(surface, request, context: context)
+        do {
+            response = try await crossOrigin.handle(request, context: context) { request, context in
+                if FiregateResponder.mayStream(request) {
+                    // A stream keeps its connection's task for as long as it is open, and a task keeps
+                    // the async-frame memory of its deepest call for its whole life: the routing, the
+                    // first query and the first frame run in a task of their own, so an idle stream
+                    // holds only the frames of writing it (DESIGN §3's idle-stream memory).
+                    return await Task { await route(surface, request, context: context) }.value
+                }
+                return await route(surface, request, context: context)
+            }
+        } catch {
+            response = ErrorResponse.firestore(ErrorResponse.normalize(error))
         }
         if response.headers[.contentType]?.hasPrefix("text/event-stream") == true {
             response.body = countingStream(response.body, surface: surface)
@@ -63,6 +70,7 @@ public struct FiregateResponder: HTTPResponder {
     static func mayStream(_ request: Request) -> Bool {
         request.uri.path.hasSuffix(":listen") || request.uri.path.hasSuffix("/events") || request.uri.path.hasSuffix("/snapshotsInSync")
             || (request.headers[.accept]?.contains("text/event-stream") ?? false)
+            || (request.method == .get && request.uri.path.hasPrefix(WebChannelRoutes.pathPrefix))
     }
 
     /// The one line per request, at `debug`: the server as users start it (`info`) logs no
@@ -87,6 +95,7 @@ public struct FiregateResponder: HTTPResponder {
         switch surface {
         case .clients: return await clients.respond(to: request, context: context)
         case .documents: return await documents.respond(to: request, context: context)
+        case .webchannel: return await webChannel.respond(to: request, context: context)
         case .operations:
             if request.uri.path == "/metrics" { return await scrape(request) }
             return await operations.respond(to: request, context: context)

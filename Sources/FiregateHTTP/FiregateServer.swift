@@ -65,12 +65,14 @@ public enum FiregateServer {
                 Task { await orphaned.run(claimed) }
             }
         }
+        let connections = ConnectionRegistry(backend: backend)
         return FiregateResponder(
             documents: documents,
             tree: TreeRoutes(backend: backend, forwarding: forwarding),
-            operations: OperationRoutes(backend: backend, clients: clients, ticker: documents.ticker, connections: ConnectionRegistry(backend: backend),
+            operations: OperationRoutes(backend: backend, clients: clients, ticker: documents.ticker, connections: connections,
                                         forwarding: forwarding),
             clients: ClientRoutes(clients: clients, documents: documents),
+            webChannel: WebChannelRoutes(backend: backend, registry: connections, listenOptions: configuration.listen, forwarding: forwarding),
             staticFiles: StaticFiles(directory: configuration.publicDirectory ?? StaticFiles.locate(), logger: logger),
             adminToken: AdminToken(token: configuration.adminToken),
             metrics: ServerMetrics(),

@@ -6,7 +6,7 @@ import NIOCore
 /// it arrived), a target of visible ASCII, and no header that changes framing, the connection,
 /// the method or the kind of answer (`Transfer-Encoding`, a `Content-Length` on a GET, `Upgrade`,
 /// `Expect`, `X-HTTP-Method-Override`, `If-Match`, `If-None-Match`, `X-Firebase-ETag`,
-/// `Firegate-Forwarded-By`, `Firegate-Queued-Write`, a `Connection` other than `keep-alive`). Anything else is for the full HTTP/1.1 parser, so
+/// `Firegate-Forwarded-By`, `Firegate-Queued-Write`, `Origin`, a `Connection` other than `keep-alive`). Anything else is for the full HTTP/1.1 parser, so
 /// the check errs on the side of refusing. An `Accept` naming event streams and a
 /// `Last-Event-ID` (with its value) are noted, for the answer to decide.
 struct SimpleRequest {
@@ -142,9 +142,11 @@ struct SimpleRequest {
     private enum HeaderKind { case refused, acceptEncoding, connection, accept, lastEventID, authorization, contentLength, other }
 
     /// A request between replicas goes to the full path too: it checks the cluster secret, marks
-    /// the answer with the log position and commits a queued write once.
+    /// the answer with the log position and commits a queued write once. So does a page's
+    /// request (`Origin`): its answer carries the CORS headers `CrossOrigin` decides.
     private static let refusedNames = ["transfer-encoding", "upgrade", "expect", "x-http-method-override",
-                                       "if-match", "if-none-match", "x-firebase-etag", "firegate-forwarded-by", "firegate-queued-write"]
+                                       "if-match", "if-none-match", "x-firebase-etag", "firegate-forwarded-by", "firegate-queued-write",
+                                       "origin"]
 
     private static func headerName(_ bytes: UnsafeRawBufferPointer, _ range: Range<Int>) -> HeaderKind {
         func equals(_ name: String) -> Bool {

@@ -3,6 +3,7 @@ import FiregateModel
 import FiregateProto
 import NIOCore
 import ServiceLifecycle
+import SwiftProtobuf
 import Synchronization
 
 /// A Listen stream: the client's requests and the database's commits, turned into responses by
@@ -40,17 +41,30 @@ struct FirestoreListenCall {
         }
         channel.closeFuture.whenComplete { _ in inbox.end(.cancelled("The client cancelled the stream.")) }
         ticket?.onTerminate { error in subscription.deliver(.closed(error)) }
+        return await FirestoreListenCall.answer(first: first, database: database, backend: backend, inbox: inbox, subscription: subscription,
+                                                access: FirestoreGRPCService.caller, listens: { ticket?.setListens($0) }, responses: &responses)
+    }
+
+    /// The engine of every Listen stream, gRPC's and WebChannel's: answers the requests `inbox`
+    /// hands over (after `first`, when the caller read it already) and the database's commits,
+    /// until the request side ends or the subscription closes. `listens` hears the open target
+    /// count after each batch of requests.
+    static func answer<Sink: FirestoreStreamSink>(first: Google_Firestore_V1_ListenRequest?, database: DocumentDatabase, backend: Backend,
+                                                  inbox: ListenInbox, subscription: FeedSubscription, access caller: RulesCaller?,
+                                                  listens: (Int) -> Void, responses: inout Sink) async -> FiregateError? {
         defer { subscription.cancel() }
         var targets = ListenTargets(database: database, startingAfter: subscription.startsAfter)
-        targets.access = FirestoreGRPCService.caller.map { ListenAccess(rules: backend.rules, caller: $0) }
+        targets.access = caller.map { ListenAccess(rules: backend.rules, caller: $0) }
         return await withGracefulShutdownHandler {
             do {
-                try await responses.send(all: try targets.handle(first))
-                ticket?.setListens(targets.count)
+                if let first {
+                    try await responses.send(all: try targets.handle(first))
+                    listens(targets.count)
+                }
                 while true {
                     let (pending, ended) = inbox.take()
                     for request in pending { try await responses.send(all: try targets.handle(request)) }
-                    ticket?.setListens(targets.count)
+                    listens(targets.count)
                     // The request side ended: a half-close (nil) ends the call OK once the
                     // requests before it are answered; a reset or a bad frame with its status.
                     // (Waiting on after a half-close also hid a later reset: `ListenInbox.end`
@@ -74,6 +88,15 @@ struct FirestoreListenCall {
         }
     }
 }
+
+/// Where a Firestore stream's responses go: gRPC frames on an HTTP/2 stream, or a WebChannel
+/// session's arrays.
+protocol FirestoreStreamSink {
+    mutating func send(_ message: some SwiftProtobuf.Message) async throws
+    mutating func send<Message: SwiftProtobuf.Message>(all messages: [Message]) async throws
+}
+
+extension GRPCMessageWriter: FirestoreStreamSink {}
 
 /// Requests read from a Listen stream, waiting for the task that answers them. Bounded: the
 /// reader waits while `limit` requests are queued, so a client that floods requests without

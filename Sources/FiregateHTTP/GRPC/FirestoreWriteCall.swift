@@ -42,7 +42,9 @@ struct FirestoreWriteCall {
         }
     }
 
-    private func answer<Body>(_ inbox: CallInbox<Request>, responses: inout GRPCMessageWriter<Body>) async -> FiregateError? {
+    /// The engine of every Write stream, gRPC's and WebChannel's: the handshake, then one
+    /// commit per request with writes, judged as `FirestoreGRPCService.caller`.
+    func answer<Sink: FirestoreStreamSink>(_ inbox: CallInbox<Request>, responses: inout Sink) async -> FiregateError? {
         do {
             guard case .element(let handshake) = await inbox.next() else { return await inbox.endStatus }
             let id = try FirestoreResourceName.database(handshake.database)

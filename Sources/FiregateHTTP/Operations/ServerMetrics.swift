@@ -147,13 +147,15 @@ final class ServerMetrics: Sendable {
 
 /// Which surface a request went to, by the shape of its path (DESIGN §1).
 enum Surface: String, CaseIterable, Sendable {
-    case documents, tree, clients, operations, dashboard
+    case documents, tree, clients, operations, webchannel, dashboard
 
     init(path: String) {
         if path.hasPrefix("/clients") && (path.count == 8 || path.dropFirst(8).first == "/") {
             self = .clients
         } else if path.hasPrefix("/v1/") {
             self = .documents
+        } else if path.hasPrefix(WebChannelRoutes.pathPrefix) {
+            self = .webchannel
         } else if path.hasPrefix("/emulator/") || path == "/healthz" || path == "/metrics" {
             self = .operations
         } else if path.hasSuffix(".json") || path.hasSuffix(".json/") {

@@ -1,0 +1,225 @@
+import Synchronization
+
+/// One WebChannel session: one Firestore stream of one page (docs/webchannel.md). It owns the
+/// arrays going to the client (`WebChannelOutbox`), the order of the messages coming from it
+/// (`WebChannelForwardOrder`) and which back-channel request, if any, is writing. The stream's
+/// engine sends through `send`, which waits while the client has too much unacknowledged —
+/// so a page that stops reading holds its stream back instead of growing the server's memory.
+public final class WebChannelSession: Sendable {
+    /// How a session ended.
+    public enum Ending: Sendable, Equatable {
+        /// The client terminated it, or it expired unused.
+        case closed
+        /// Its stream ended (an in-band error, a stop): the last arrays may still be read.
+        case finished
+    }
+
+    /// What a back channel finds when it looks.
+    public enum Poll: Sendable, Equatable {
+        case arrays([WebChannelArray])
+        /// Nothing after what it wrote.
+        case nothing
+        /// A newer back-channel request took over.
+        case superseded
+        /// The session ended and everything was written.
+        case ended
+    }
+
+    private struct State {
+        var outbox = WebChannelOutbox()
+        var forward = WebChannelForwardOrder()
+        var ending: Ending?
+        var generation = 0
+        var backChannel: (generation: Int, doorbell: AsyncStream<Void>.Continuation)?
+        var lastWritten = 0
+        /// Senders waiting for room; resumed with nil, they look again.
+        var producers: [CheckedContinuation<Bool?, Never>] = []
+        var lastSeen: ContinuousClock.Instant
+    }
+
+    public let id: String
+    /// Characters the client may leave unacknowledged before `send` waits.
+    public let outstandingLimit: Int
+    private let state: Mutex<State>
+
+    public init(id: String, outstandingLimit: Int = 4 << 20) {
+        self.id = id
+        self.outstandingLimit = outstandingLimit
+        state = Mutex(State(lastSeen: .now))
+    }
+
+    // MARK: The client's side
+
+    /// A forward POST's messages: those now deliverable, in map order.
+    public func receive(offset: Int, messages: [String]) throws(WebChannelOrderError) -> [String] {
+        try state.withLock { (state: inout State) throws(WebChannelOrderError) -> [String] in
+            state.lastSeen = .now
+            return try state.forward.accept(offset: offset, messages: messages)
+        }
+    }
+
+    /// The client processed every array up to `id` (its `AID`).
+    public func acknowledge(through id: Int) {
+        let waiting = state.withLock { state -> [CheckedContinuation<Bool?, Never>] in
+            state.lastSeen = .now
+            state.outbox.acknowledge(through: id)
+            guard state.outbox.outstanding <= outstandingLimit else { return [] }
+            defer { state.producers.removeAll() }
+            return state.producers
+        }
+        for producer in waiting { producer.resume(returning: nil) }
+    }
+
+    /// Opens a back channel after acknowledging `id`; a back channel already open is superseded
+    /// (a client has one at a time: a new one means the old one is gone).
+    public func openBackChannel(acknowledging id: Int) -> WebChannelBackChannel {
+        acknowledge(through: id)
+        let (wakeups, doorbell) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
+        let (generation, previous) = state.withLock { state in
+            state.generation += 1
+            defer { state.backChannel = (state.generation, doorbell) }
+            return (state.generation, state.backChannel?.doorbell)
+        }
+        previous?.yield()
+        return WebChannelBackChannel(session: self, generation: generation, after: id, wakeups: wakeups)
+    }
+
+    // MARK: The stream's side
+
+    /// Queues Firestore messages (their JSON texts) for the client, after waiting while the
+    /// client leaves more than `outstandingLimit` unacknowledged. False once the session ended.
+    @discardableResult
+    public func send(_ messages: [String]) async -> Bool {
+        while true {
+            let room = await withCheckedContinuation { (continuation: CheckedContinuation<Bool?, Never>) in
+                let ready = state.withLock { state -> Bool? in
+                    if state.ending != nil { return false }
+                    if state.outbox.outstanding <= outstandingLimit { return true }
+                    state.producers.append(continuation)
+                    return nil
+                }
+                if let ready { continuation.resume(returning: ready) }
+            }
+            guard let room else { continue }
+            guard room else { return false }
+            break
+        }
+        let doorbell = state.withLock { state -> AsyncStream<Void>.Continuation? in
+            for message in messages { state.outbox.append(WebChannelFraming.message(message)) }
+            return state.backChannel?.doorbell
+        }
+        doorbell?.yield()
+        return true
+    }
+
+    /// Ends the session. A `last` payload (an in-band error, `["stop"]`) is queued first, for
+    /// the back channel to deliver before it ends; `.closed` sessions deliver nothing more.
+    public func end(_ ending: Ending, last payload: String? = nil) {
+        let (doorbell, producers) = state.withLock { state -> (AsyncStream<Void>.Continuation?, [CheckedContinuation<Bool?, Never>]) in
+            guard state.ending == nil else { return (nil, []) }
+            state.ending = ending
+            if let payload, ending == .finished { state.outbox.append(payload) }
+            defer { state.producers.removeAll() }
+            return (state.backChannel?.doorbell, state.producers)
+        }
+        doorbell?.yield()
+        for producer in producers { producer.resume(returning: nil) }
+    }
+
+    public var ending: Ending? { state.withLock { $0.ending } }
+
+    /// What a forward POST answers: whether a back channel is open, the last array id written
+    /// to one and the characters not yet acknowledged.
+    public var forwardAnswer: (backChannelOpen: Bool, lastArrayID: Int, outstanding: Int) {
+        state.withLock { ($0.backChannel != nil, $0.lastWritten, $0.outbox.outstanding) }
+    }
+
+    /// When the client was last heard from, and whether a back channel is open now.
+    public var activity: (lastSeen: ContinuousClock.Instant, backChannelOpen: Bool) {
+        state.withLock { ($0.lastSeen, $0.backChannel != nil) }
+    }
+
+    public var outstanding: Int { state.withLock { $0.outbox.outstanding } }
+
+    /// Whether arrays after `id` wait to be read.
+    public func hasArrays(after id: Int) -> Bool {
+        state.withLock { $0.outbox.lastID > id }
+    }
+
+    // MARK: Back channels
+
+    fileprivate func poll(_ generation: Int, after id: Int, limit: Int) -> Poll {
+        state.withLock { state in
+            state.lastSeen = .now
+            guard state.backChannel?.generation == generation else { return .superseded }
+            if state.ending == .closed { return .ended }
+            let arrays = state.outbox.arrays(after: id, limit: limit)
+            if !arrays.isEmpty { return .arrays(arrays) }
+            return state.ending == nil ? .nothing : .ended
+        }
+    }
+
+    fileprivate func wrote(_ generation: Int, through id: Int) {
+        state.withLock { state in
+            if state.backChannel?.generation == generation { state.lastWritten = max(state.lastWritten, id) }
+        }
+    }
+
+    fileprivate func appendNoop(_ generation: Int) {
+        state.withLock { state in
+            if state.backChannel?.generation == generation, state.ending == nil { state.outbox.append(WebChannelFraming.noop) }
+        }
+    }
+
+    fileprivate func ring(_ generation: Int) {
+        state.withLock { $0.backChannel?.generation == generation ? $0.backChannel?.doorbell : nil }?.yield()
+    }
+
+    fileprivate func close(_ generation: Int) {
+        let doorbell = state.withLock { state -> AsyncStream<Void>.Continuation? in
+            state.lastSeen = .now
+            guard state.backChannel?.generation == generation else { return nil }
+            defer { state.backChannel = nil }
+            return state.backChannel?.doorbell
+        }
+        doorbell?.finish()
+    }
+}
+
+/// One back-channel request's view of its session: it is woken when arrays arrive, the
+/// session ends or a newer request supersedes it, and writes what `poll` hands it.
+public struct WebChannelBackChannel: Sendable {
+    let session: WebChannelSession
+    let generation: Int
+    /// The id of the last array this request wrote (or the client acknowledged).
+    public private(set) var written: Int
+    /// Rings when there may be something to write.
+    public let wakeups: AsyncStream<Void>
+
+    init(session: WebChannelSession, generation: Int, after id: Int, wakeups: AsyncStream<Void>) {
+        self.session = session
+        self.generation = generation
+        self.written = id
+        self.wakeups = wakeups
+    }
+
+    /// The arrays to write next, at most about `limit` characters.
+    public func poll(limit: Int = 64 * 1024) -> WebChannelSession.Poll {
+        session.poll(generation, after: written, limit: limit)
+    }
+
+    /// Records that the arrays through `id` were written.
+    public mutating func wrote(through id: Int) {
+        written = id
+        session.wrote(generation, through: id)
+    }
+
+    /// Queues a keep-alive (it takes an id like any array).
+    public func keepAlive() { session.appendNoop(generation) }
+
+    /// Wakes the writer (a keep-alive timer's tick).
+    public func ring() { session.ring(generation) }
+
+    /// The request is over.
+    public func close() { session.close(generation) }
+}
