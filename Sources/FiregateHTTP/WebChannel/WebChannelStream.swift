@@ -30,7 +30,8 @@ final class WebChannelStream: Sendable {
     /// Starts the stream's engine; its responses go to `session` until the stream ends, and
     /// its end ends the session (an error is sent in-band first, as the SDK reads errors).
     init(kind: Kind, session: WebChannelSession, database: DatabaseID, entryID: String?, registry: ConnectionRegistry,
-         backend: Backend, listenOptions: ListenOptions, forwarding: OwnerForwarding?, caller: Result<RulesCaller?, FiregateError>) {
+         backend: Backend, listenOptions: ListenOptions, forwarding: OwnerForwarding?, caller: Result<RulesCaller?, FiregateError>,
+         texts: WebChannelTextCache) {
         self.kind = kind
         self.session = session
         self.database = database
@@ -45,7 +46,7 @@ final class WebChannelStream: Sendable {
             inbox = .write(CallInbox())
         }
         let inbox = self.inbox
-        let sink = WebChannelSink(session: session, registry: registry, entryID: entryID)
+        let sink = WebChannelSink(session: session, registry: registry, entryID: entryID, texts: texts)
         Task { [session] in
             let status: FiregateError?
             switch caller {
@@ -113,14 +114,15 @@ struct WebChannelSink: FirestoreStreamSink {
     let session: WebChannelSession
     let registry: ConnectionRegistry
     let entryID: String?
+    let texts: WebChannelTextCache
 
     mutating func send(_ message: some SwiftProtobuf.Message) async throws {
-        try await send(texts: [try message.jsonString()])
+        try await send(texts: [try texts.text(message)])
     }
 
     mutating func send<Message: SwiftProtobuf.Message>(all messages: [Message]) async throws {
         guard !messages.isEmpty else { return }
-        try await send(texts: try messages.map { try $0.jsonString() })
+        try await send(texts: try messages.map { try texts.text($0) })
     }
 
     private func send(texts: [String]) async throws {
@@ -149,5 +151,34 @@ final class ListenCount: Sendable {
             return value - current
         }
         if let entryID, delta != 0 { registry.updateListens(entryID, by: delta) }
+    }
+}
+
+/// Messages' JSON texts shared by sessions: a commit fanned out to a thousand pages listening
+/// to the same document is the same message for each (their SDKs number targets alike), and
+/// proto3 JSON costs several times the binary encoding that finds it here.
+final class WebChannelTextCache: Sendable {
+    private struct State {
+        var texts: [[UInt8]: String] = [:]
+        var order: [[UInt8]] = []
+    }
+
+    private let capacity: Int
+    private let state = Mutex(State())
+
+    init(capacity: Int = 256) {
+        self.capacity = capacity
+    }
+
+    func text(_ message: some SwiftProtobuf.Message) throws -> String {
+        let key: [UInt8] = try message.serializedBytes()
+        if let hit = state.withLock({ $0.texts[key] }) { return hit }
+        let text = try message.jsonString()
+        state.withLock { state in
+            guard state.texts.updateValue(text, forKey: key) == nil else { return }
+            state.order.append(key)
+            if state.order.count > capacity { state.texts[state.order.removeFirst()] = nil }
+        }
+        return text
     }
 }
