@@ -25,6 +25,12 @@ enum ErrorResponse {
         return trailers
     }
 
+    /// WebChannel shape: the Firestore body as a stream's last message, in band (the SDK turns
+    /// every HTTP status on a channel request into UNAVAILABLE, and reads `error.status` here).
+    static func webChannel(_ error: FiregateError) -> String {
+        JSONWriter.string(JSON.errorBody(error))
+    }
+
     static let grpcStatus = HTTPField.Name("grpc-status")!
     static let grpcMessage = HTTPField.Name("grpc-message")!
 

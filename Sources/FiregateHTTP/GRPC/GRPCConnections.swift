@@ -223,11 +223,12 @@ final class GRPCCallTicket: Sendable {
     let number: Int
     private weak let connection: GRPCConnection?
     private let termination = Mutex<(hook: (@Sendable (FiregateError) -> Void)?, error: FiregateError?)>((nil, nil))
-    private let listens = Mutex(0)
+    private let listens: ListenCount
 
     init(registry: ConnectionRegistry, entryID: String, connection: GRPCConnection, caller: GRPCCaller, number: Int) {
         self.registry = registry
         self.entryID = entryID
+        listens = ListenCount(registry: registry, entryID: entryID)
         self.connection = connection
         self.caller = caller
         self.number = number
@@ -266,11 +267,7 @@ final class GRPCCallTicket: Sendable {
 
     /// The open Listen targets of this call, counted in the entry's `listens`.
     func setListens(_ count: Int) {
-        let delta = listens.withLock { current -> Int in
-            defer { current = count }
-            return count - current
-        }
-        if delta != 0 { registry.updateListens(entryID, by: delta) }
+        listens.set(count)
     }
 
     /// The call is over: it leaves its entry, and its termination hook is dropped (the hook

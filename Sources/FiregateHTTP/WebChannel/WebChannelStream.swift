@@ -69,7 +69,7 @@ final class WebChannelStream: Sendable {
                 counted.set(0)
             }
             if let status {
-                session.end(.finished, last: WebChannelFraming.message(JSONWriter.string(JSON.errorBody(status))))
+                session.end(.finished, last: WebChannelFraming.message(ErrorResponse.webChannel(status)))
             } else {
                 session.end(.closed)
             }
@@ -134,7 +134,7 @@ struct WebChannelSink: FirestoreStreamSink {
     }
 }
 
-/// A stream's open Listen targets, counted on its registry entry.
+/// A stream's open Listen targets, counted on its registry entry (gRPC calls' and WebChannel sessions').
 final class ListenCount: Sendable {
     let registry: ConnectionRegistry
     let entryID: String?
