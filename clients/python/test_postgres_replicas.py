@@ -36,7 +36,7 @@ def _replica(url, name, data_dir):
         try:
             if requests.get(base + "/healthz", timeout=1).status_code == 200:
                 return proc, base
-        except requests.ConnectionError:
+        except (requests.ConnectionError, requests.Timeout):  # not listening yet, or a busy start
             time.sleep(0.05)
     raise AssertionError("replica did not start")
 
@@ -1066,7 +1066,11 @@ def test_registers_used_from_three_replicas_through_a_kill_and_a_pause_stay_line
         assert any(op["call"] > at + LEASE + 1 for op in certain if op["f"] != "read"), f"no write succeeded after the {fault}"
     for key in keys:
         verdict = check(history[key], 0)
-        assert verdict is None, f"register {key}: {verdict}"
+        if verdict is not None:
+            # The history, to replay the check on (linearizability.check) and read the answers.
+            kept = tmp_path / f"history-{key}.json"
+            kept.write_text(json.dumps({"initial": 0, "faults": faults, "history": history[key]}))
+        assert verdict is None, f"register {key}: {verdict} (history: {kept})"
     unknown = sum(1 for op in ops if op["ok"] is None)
     print(f"  {len(certain)} operations ({len(swapped)} swaps, {unknown} unknown) over {len(keys)} registers: linearizable")
 
