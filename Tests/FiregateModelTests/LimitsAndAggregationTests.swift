@@ -106,7 +106,7 @@ final class AggregationTests: XCTestCase {
         // The messages the client libraries' suites check for (reference/grpc-firestore.md §2).
         assertFiregateError(.invalidArgument, contains: "Aggregations can not be empty") { try Aggregation.parseList(nil) }
         assertFiregateError(.invalidArgument, contains: "Aggregations can not be empty") { try Aggregation.parseList(json("[]")) }
-        assertFiregateError(.invalidArgument, contains: "at most 5") { try Aggregation.parseList(json(#"[{"count":{}},{"count":{}},{"count":{}},{"count":{}},{"count":{}},{"count":{}}]"#)) }
+        assertFiregateError(.invalidArgument, contains: "maximum number of aggregations") { try Aggregation.parseList(json(#"[{"count":{}},{"count":{}},{"count":{}},{"count":{}},{"count":{}},{"count":{}}]"#)) }
         assertFiregateError(.invalidArgument, contains: "Aggregation aliases contain duplicate alias") { try Aggregation.parseList(json(#"[{"alias":"a","count":{}},{"alias":"a","count":{}}]"#)) }
         assertFiregateError(.invalidArgument, contains: "upTo") { try Aggregation.parseList(json(#"[{"count":{"upTo":0}}]"#)) }
         assertFiregateError(.invalidArgument, contains: "one of count") { try Aggregation.parseList(json(#"[{"alias":"a"}]"#)) }

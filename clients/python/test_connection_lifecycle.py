@@ -13,6 +13,7 @@ import h2.config
 import h2.connection
 import h2.errors
 import h2.events
+import h2.exceptions
 import pytest
 import requests
 from google.cloud.firestore_v1.types import document as doc_types
@@ -157,8 +158,36 @@ class RawListen:
                     self.events.append(("trailers", dict((k.decode(), v.decode()) for k, v in event.headers)))
                 elif isinstance(event, h2.events.StreamReset):
                     self.events.append(("reset", event.error_code))
+                elif isinstance(event, h2.events.ConnectionTerminated):
+                    self.events.append(("goaway", event.error_code))
             self.flush()
         return until()
+
+    def drain(self):
+        """Reads what has arrived, without waiting."""
+        self.sock.setblocking(False)
+        try:
+            while True:
+                try:
+                    data = self.sock.recv(65536)
+                except (BlockingIOError, socket.timeout):
+                    return
+                if not data:
+                    self.events.append("eof")
+                    return
+                try:
+                    events = self.conn.receive_data(data)
+                except h2.exceptions.ProtocolError as error:  # frames after the server's GOAWAY
+                    self.events.append(("closed", str(error)))
+                    return
+                for event in events:
+                    if isinstance(event, h2.events.DataReceived):
+                        self.conn.acknowledge_received_data(event.flow_controlled_length, event.stream_id)
+                    elif isinstance(event, h2.events.ConnectionTerminated):
+                        self.events.append(("goaway", event.error_code))
+                self.flush()
+        finally:
+            self.sock.settimeout(0.2)
 
     def trailers(self):
         found = [e[1] for e in self.events if isinstance(e, tuple) and e[0] == "trailers"]
@@ -289,3 +318,46 @@ def test_keepalive_pings_are_answered_and_the_idle_connection_kept(server):
         assert {c["peer"] for c in registry(base) if c["protocol"] == "firestore-grpc"} == peers  # the same connection
     finally:
         channel.close()
+
+
+def test_a_connection_whose_client_cancels_listeners_all_day_stays_open(server):
+    """An SDK's one connection carries every Firestore instance of a test process, and a test suite
+    opens and cancels listeners without end: 1 000 Listen streams reset on one connection (five
+    times swift-nio-http2's default guard) leave it open, and its next call is answered."""
+    _, base = server
+    listen = RawListen(base, routed=True)
+    try:
+        assert listen.pump(lambda: "data" in listen.events), listen.events
+        request = fs.ListenRequest(database=DB, add_target={"target_id": 1, "documents": {"documents": [f"{DB}/documents/c/d"]}})
+        body = fs.ListenRequest.serialize(request)
+        headers = [(":method", "POST"), (":scheme", "http"), (":path", "/google.firestore.v1.Firestore/Listen"),
+                   (":authority", "firegate"), ("content-type", "application/grpc"), ("te", "trailers"),
+                   ("google-cloud-resource-prefix", DB)]
+        for _ in range(1000):
+            assert not [e for e in listen.events if isinstance(e, tuple) and e[0] in ("goaway", "closed")], listen.events
+            deadline = time.time() + T
+            while listen.conn.outbound_flow_control_window < 200 and time.time() < deadline:
+                listen.drain()  # the server's window updates, as a client waits for them
+                time.sleep(0.001)
+            stream = listen.conn.get_next_available_stream_id()
+            listen.conn.send_headers(stream, headers)
+            listen.conn.send_data(stream, b"\x00" + struct.pack(">I", len(body)) + body)
+            listen.conn.reset_stream(stream, h2.errors.ErrorCodes.CANCEL)
+            listen.flush()
+            listen.drain()  # what came (window updates, answers racing the resets), as a client reads it
+        closed = []
+        last = listen.conn.get_next_available_stream_id()
+        listen.conn.send_headers(last, headers)
+        listen.conn.send_data(last, b"\x00" + struct.pack(">I", len(body)) + body)
+        listen.flush()
+        listen.events.clear()
+
+        def answered():
+            closed.extend(e for e in listen.events if e == "eof")
+            return "data" in listen.events or closed
+        assert listen.pump(answered), listen.events
+        assert not closed and "data" in listen.events, listen.events
+        assert not any(isinstance(e, tuple) and e[0] in ("goaway", "reset") and e[1] == h2.errors.ErrorCodes.ENHANCE_YOUR_CALM
+                       for e in listen.events), listen.events
+    finally:
+        listen.close()

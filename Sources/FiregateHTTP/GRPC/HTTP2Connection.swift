@@ -24,6 +24,16 @@ struct HTTP2Connection: Sendable {
     /// limit, and each `on_snapshot` is a Listen stream.
     static let maxConcurrentStreams = 4096
 
+    /// How many stream resets and stream errors a connection may cause in `abuseWindow`, and
+    /// in its life (swift-nio-http2's "glitches"), before it is closed with ENHANCE_YOUR_CALM.
+    /// swift-nio-http2's defaults (200 each) are a public server's guard against rapid-reset
+    /// floods; an SDK's one connection carries every Firestore instance of a test process, and
+    /// cancelling listeners is what a test suite does all day: Google's Firestore integration
+    /// suite in Node tripped them (GOAWAY 11, then RESOURCE_EXHAUSTED and hung calls).
+    static let resetsPerWindow = 100_000
+    static let abuseWindow: TimeAmount = .seconds(30)
+    static let glitchesPerConnection = Int.max / 2
+
     /// Sets `channel` up for HTTP/2; on the event loop, before its first bytes are replayed.
     func setup(channel: any Channel, connections: OpenConnections, logger: Logger) throws {
         var configuration = NIOHTTP2Handler.ConnectionConfiguration()
@@ -31,9 +41,15 @@ struct HTTP2Connection: Sendable {
             HTTP2Setting(parameter: .maxConcurrentStreams, value: HTTP2Connection.maxConcurrentStreams),
             HTTP2Setting(parameter: .maxHeaderListSize, value: HPACKDecoder.defaultMaxHeaderListSize),
         ]
+        configuration.maximumConnectionGlitches = HTTP2Connection.glitchesPerConnection
+        var streamConfiguration = NIOHTTP2Handler.StreamConfiguration()
+        streamConfiguration.streamResetFrameRateLimit.maximumCount = HTTP2Connection.resetsPerWindow
+        streamConfiguration.streamResetFrameRateLimit.windowLength = HTTP2Connection.abuseWindow
+        streamConfiguration.streamErrorRateLimit.maximumCount = HTTP2Connection.resetsPerWindow
+        streamConfiguration.streamErrorRateLimit.windowLength = HTTP2Connection.abuseWindow
         let streams = self.streams
         let operations = channel.pipeline.syncOperations
-        try operations.addHandler(NIOHTTP2Handler(mode: .server, connectionConfiguration: configuration))
+        try operations.addHandler(NIOHTTP2Handler(mode: .server, connectionConfiguration: configuration, streamConfiguration: streamConfiguration))
         try operations.addHandler(HTTP2GracefulClose())
         try operations.addHandler(GRPCFastPath(service: grpc, logger: logger))
         try operations.addHandler(HTTP2StreamMultiplexer(mode: .server, channel: channel, inboundStreamInitializer: { stream in

@@ -19,7 +19,7 @@ public struct Aggregation: Sendable, Equatable {
         guard let items = json?.arrayValue, !items.isEmpty else {
             throw .invalidArgument("Aggregations can not be empty.")
         }
-        guard items.count <= 5 else { throw .invalidArgument("An aggregation query supports at most 5 aggregations.") }
+        guard items.count <= 5 else { throw .invalidArgument("The query exceeds the maximum number of aggregations (5).") }
         var result: [Aggregation] = []
         var unaliased = 0
         for item in items {
