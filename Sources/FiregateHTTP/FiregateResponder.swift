@@ -39,7 +39,7 @@ public struct FiregateResponder: HTTPResponder {
                     // A stream keeps its connection's task for as long as it is open, and a task keeps
                     // the async-frame memory of its deepest call for its whole life: the routing, the
                     // first query and the first frame run in a task of their own, so an idle stream
-                    // holds only the frames of writing it (DESIGN §3's idle-stream memory).
+                    // holds only the frames of writing it (the idle-stream bar, docs/benchmarks.md).
                     return await Task { await route(surface, request, context: context) }.value
                 }
                 return await route(surface, request, context: context)
