@@ -89,31 +89,42 @@ final class PostgresStoreTests: XCTestCase {
     }
 
     func testADeadReplicasOnDisconnectOperationsAreClaimedOnceByOneLiveReplicaAndOutliveADeadClaimer() async throws {
+        // A 6 s lease renews every 2 s: a live replica counts as dead only after 6 s without a
+        // heartbeat. A 2 s lease let one slow CI tick (a debug build on 2 cores) pass a live
+        // claimer for dead, and its claims were claimed again.
+        let lease = 6
         let database = try TestDatabase()
-        let a = try database.store("a", leaseSeconds: 2), b = try database.store("b", leaseSeconds: 2), c = try database.store("c", leaseSeconds: 2)
+        let a = try database.store("a", leaseSeconds: lease), b = try database.store("b", leaseSeconds: lease), c = try database.store("c", leaseSeconds: lease)
         let ran = Mutex<[(replica: String, claim: OrphanedDisconnect)]>([])
         for store in [b, c] {
             let name = store.replicaID
             store.onOrphanedDisconnects { claim in ran.withLock { $0.append((name, claim)) } }
         }
         func text(_ claim: OrphanedDisconnect) -> String { "\(claim.namespace):\(String(decoding: claim.operations, as: UTF8.self)) from \(claim.done)" }
+        /// Waits until `count` claims have run (or 3 leases have gone), then one renewal more, so
+        /// that a second claim of the same operations would have been seen.
+        func claims(reaching count: Int) async throws -> [(replica: String, claim: OrphanedDisconnect)] {
+            let deadline = ContinuousClock.now + .seconds(3 * lease)
+            while ran.withLock({ $0.count }) < count && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(100)) }
+            try await Task.sleep(for: .seconds(Double(lease) / 3 + 1))
+            return ran.withLock { $0 }
+        }
         a.keepOnDisconnect(connection: "c1", namespace: "ns", operations: Array("[1,2]".utf8))
         a.keepOnDisconnect(connection: "c2", namespace: "ns", operations: Array("[2]".utf8))
         a.keepOnDisconnect(connection: "c2", namespace: "ns", operations: nil)   // ran by a itself
         a.keepOnDisconnect(connection: "c3", namespace: "other", operations: Array("[3]".utf8))
         try await Task.sleep(for: .milliseconds(500))
         XCTAssertEqual(try database.sql("SELECT connection FROM fg_ondisconnect ORDER BY connection"), [["c1"], ["c3"]])
-        try await Task.sleep(for: .seconds(1))
+        try await Task.sleep(for: .seconds(Double(lease) / 3 + 0.5))
         XCTAssertTrue(ran.withLock { $0 }.isEmpty, "a lives: nobody runs its operations")
         a.close()   // its heartbeat stops
         try database.sql("UPDATE fg_replicas SET heartbeat_at = now() - interval '1 minute' WHERE replica = 'a'")
-        try await Task.sleep(for: .seconds(2))
-        let first = ran.withLock { $0 }
+        let first = try await claims(reaching: 2)
         XCTAssertEqual(first.map { text($0.claim) }.sorted(), ["ns:[1,2] from 0", "other:[3] from 0"], "each set once, by one replica")
         // Claimed, the rows are the claimer's own (under the key it was given), not gone.
         let rows: [String] = try database.sql("SELECT replica || ' ' || connection FROM fg_ondisconnect").map { $0[0] ?? "" }
-        let claims: [String] = first.map { "\($0.replica) \($0.claim.connection)" }
-        XCTAssertEqual(rows.sorted(), claims.sorted())
+        let claimed: [String] = first.map { "\($0.replica) \($0.claim.connection)" }
+        XCTAssertEqual(rows.sorted(), claimed.sorted())
         // The claimer of c1 runs its first operation (its progress stored), then dies.
         let c1 = try XCTUnwrap(first.first { $0.claim.namespace == "ns" })
         let claimer = c1.replica == "b" ? b : c, survivor = c1.replica == "b" ? c : b
@@ -122,8 +133,8 @@ final class PostgresStoreTests: XCTestCase {
         try await Task.sleep(for: .milliseconds(500))
         claimer.close()
         try database.sql("UPDATE fg_replicas SET heartbeat_at = now() - interval '1 minute' WHERE replica = '\(claimer.replicaID)'")
-        try await Task.sleep(for: .seconds(2))
-        let second = ran.withLock { $0 }.dropFirst(first.count).filter { $0.claim.namespace == "ns" }
+        let all = try await claims(reaching: first.count + (first.filter { $0.replica == claimer.replicaID }.count))
+        let second = all.dropFirst(first.count).filter { $0.claim.namespace == "ns" }
         XCTAssertEqual(second.map { "\($0.replica) \(text($0.claim))" }, ["\(survivor.replicaID) ns:[1,2] from 1"],
                        "the rest outlived its claimer, from where it stopped (progress only moves forward)")
         survivor.close()
