@@ -87,8 +87,14 @@ let package = Package(
         // Security rules: the Firestore and Realtime Database rules languages — parser, checker,
         // evaluator — with no I/O (documents and tree reads come in through a protocol).
         .target(name: "FiregateRules", dependencies: ["FiregateModel"], swiftSettings: codeLayout),
+        // The Firebase CLI's emulator conventions: firebase.json's emulators block, .firebaserc's
+        // projects, what `exec` puts in its command's environment, what the hub answers.
+        .target(name: "FiregateSuite", dependencies: ["FiregateModel"], swiftSettings: codeLayout),
+        // The Firebase CLI's export directory: LevelDB log files of Datastore entities, the
+        // metadata files around them, the RTDB's JSON files.
+        .target(name: "FiregateExport", dependencies: ["FiregateModel"], swiftSettings: codeLayout),
         .target(name: "FiregateHTTP", dependencies: [
-            "FiregateModel", "FiregateStore", "FiregateBackend", "FiregateEdge", "FiregateProto", "FiregateRealtime", "FiregateWebChannel", "FiregatePostgres", "CZlib",
+            "FiregateModel", "FiregateStore", "FiregateBackend", "FiregateEdge", "FiregateProto", "FiregateRealtime", "FiregateWebChannel", "FiregatePostgres", "FiregateSuite", "FiregateExport", "CZlib",
             .product(name: "Hummingbird", package: "hummingbird"),
             .product(name: "HummingbirdHTTP2", package: "hummingbird"),
             .product(name: "NIOHTTP2", package: "swift-nio-http2"),
@@ -113,7 +119,9 @@ let package = Package(
         .target(name: "FiregateTestSupport", dependencies: ["FiregateBackend", "FiregateStore"]),
         .executableTarget(name: "firegate-rules-fuzz", dependencies: ["FiregateRules"], path: "Sources/FiregateRulesFuzz"),
         .executableTarget(name: "firegate", dependencies: [
-            "FiregateHTTP", "FiregateModel", "FiregatePostgres",
+            "FiregateHTTP", "FiregateModel", "FiregatePostgres", "FiregateSuite",
+            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            .product(name: "UnixSignals", package: "swift-service-lifecycle"),
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
         ], swiftSettings: codeLayout, linkerSettings: releaseLinking),
@@ -126,6 +134,8 @@ let package = Package(
         .testTarget(name: "FiregateProtoTests", dependencies: ["FiregateProto", "FiregateModel"]),
         .testTarget(name: "FiregateRealtimeTests", dependencies: ["FiregateTestSupport", "FiregateRealtime", "FiregateBackend", "FiregateStore", "FiregateModel"]),
         .testTarget(name: "FiregateWebChannelTests", dependencies: ["FiregateWebChannel", "FiregateModel"]),
+        .testTarget(name: "FiregateSuiteTests", dependencies: ["FiregateSuite", "FiregateModel"]),
+        .testTarget(name: "FiregateExportTests", dependencies: ["FiregateExport", "FiregateModel"]),
         .testTarget(name: "FiregateEdgeTests", dependencies: ["FiregateTestSupport", "FiregateEdge", "FiregateBackend", "FiregateModel"]),
         .testTarget(name: "FiregateBackendTests", dependencies: ["FiregateTestSupport", "FiregateBackend", "FiregateStore", "FiregateModel", "FiregateRules"]),
         .testTarget(name: "FiregateHTTPTests", dependencies: [

@@ -4,6 +4,7 @@ import FiregateModel
 import FiregatePostgres
 import Foundation
 import Hummingbird
+import ServiceLifecycle
 import HummingbirdCore
 import HummingbirdHTTP2
 import HummingbirdTLS
@@ -100,6 +101,35 @@ public enum FiregateServer {
 
     public static func makeApplication(configuration: ServerConfiguration, backend: Backend,
                                        clients: EdgeClients? = nil) throws -> some ApplicationProtocol {
+        let (responder, server) = try makeServer(configuration: configuration, backend: backend, clients: clients)
+        return Application(
+            responder: responder,
+            server: server,
+            configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: serverName),
+            logger: responder.logger
+        )
+    }
+
+    /// One application per address, all answering with one responder (one registry of
+    /// connections, one set of metrics, one set of sockets): `firegate exec` listens on each
+    /// port firebase.json names (docs/firebase-cli.md). `onRunning` hears each port once it listens.
+    public static func makeApplications(configuration: ServerConfiguration, backend: Backend, clients: EdgeClients,
+                                        addresses: [(host: String, port: Int)],
+                                        onRunning: @escaping @Sendable (_ port: Int) async -> Void) throws -> [any Service] {
+        let (responder, server) = try makeServer(configuration: configuration, backend: backend, clients: clients)
+        return addresses.map { address in
+            Application(
+                responder: responder,
+                server: server,
+                configuration: .init(address: .hostname(address.host, port: address.port), serverName: serverName),
+                onServerRunning: { channel in await onRunning(channel.localAddress?.port ?? address.port) },
+                logger: responder.logger
+            )
+        }
+    }
+
+    private static func makeServer(configuration: ServerConfiguration, backend: Backend,
+                                   clients: EdgeClients?) throws -> (FiregateResponder, HTTPServerBuilder) {
         let clients = clients ?? EdgeClients(backend: backend)
         var logger = Logger(label: "firegate")
         logger.logLevel = configuration.logLevel
@@ -108,12 +138,7 @@ public enum FiregateServer {
         if configuration.tlsCertificatePath != nil || configuration.tlsKeyPath != nil {
             server = try .tls(oneProtocolPerConnection(responder, fastPath: configuration.fastPath), tlsConfiguration: try tlsConfiguration(configuration))
         }
-        return Application(
-            responder: responder,
-            server: server,
-            configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: serverName),
-            logger: logger
-        )
+        return (responder, server)
     }
 
     /// The `Server` header.

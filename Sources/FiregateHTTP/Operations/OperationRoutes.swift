@@ -53,6 +53,8 @@ struct OperationRoutes: Sendable {
             case "securityRules": return try await rulesRoutes.firestore(request, project: project)
             case "ruleCoverage", "ruleCoverage.html": return try reports.firestoreCoverage(request, project: project, html: verb.hasSuffix(".html"))
             case "test": return try await reports.test(request, project: project)
+            case "export" where request.method == .post: return try await ExportDirectoryFiles.export(request, project: project, backend: backend)
+            case "import" where request.method == .post: return try await ExportDirectoryFiles.import(request, project: project, backend: backend)
             default: throw OperationRoutes.noRoute(request)
             }
         }

@@ -1,0 +1,77 @@
+import ArgumentParser
+import FiregateModel
+import FiregateSuite
+import Foundation
+
+/// What `exec` and `emulators:start` take besides the server's options: the CLI's own flags.
+struct SuiteOptions: ParsableArguments {
+    @Option(name: [.customShort("c"), .customLong("config")], help: "firebase.json (default: ./firebase.json when there is one).")
+    var config: String?
+
+    @Option(help: "The services to run, as the CLI's --only (firestore, database; others are named and skipped).")
+    var only: String?
+
+    @Flag(help: "Accepted for the CLI's sake: Firegate's dashboard is always at / on the Firestore port.")
+    var ui: Bool = false
+
+    /// The plan from firebase.json, .firebaserc (beside firebase.json, else here) and the flags.
+    func plan(project: String?) throws -> (SuitePlan, FirebaseJSON?) {
+        let fileManager = FileManager.default
+        let configPath = config ?? (fileManager.fileExists(atPath: "firebase.json") ? "firebase.json" : nil)
+        do {
+            var firebaseJSON: FirebaseJSON?
+            if let configPath { firebaseJSON = try FirebaseJSON.read(configPath) }
+            let folder = configPath.map { URL(fileURLWithPath: $0).deletingLastPathComponent().path } ?? "."
+            let rcPath = folder + "/.firebaserc"
+            var rc: FirebaseRC?
+            if fileManager.fileExists(atPath: rcPath) { rc = try FirebaseRC.read(rcPath) }
+            return (try SuitePlan(config: firebaseJSON, rc: rc, projectFlag: project, only: only), firebaseJSON)
+        } catch {
+            throw StartupFailure(description: error.message)
+        }
+    }
+}
+
+/// `firegate exec -- CMD…` (also `emulators:exec "CMD"`): the server on firebase.json's ports
+/// and the hub, CMD run once they listen, with the variables the CLI sets; then the server
+/// stops, and firegate exits with CMD's status (docs/firebase-cli.md).
+struct Exec: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "exec", abstract: "Run a command against the server, as `firebase emulators:exec`.",
+        aliases: ["emulators:exec"])
+
+    @OptionGroup var suite: SuiteOptions
+    @OptionGroup var server: ServerOptions
+
+    @Argument(help: "The command (after --): one argument runs through /bin/sh -c (as the CLI's script), several run as they are.")
+    var command: [String] = []
+
+    mutating func validate() throws {
+        if command.first == "--" { command.removeFirst() }
+        guard !command.isEmpty else { throw ValidationError("exec needs a command to run") }
+    }
+
+    mutating func run() async throws {
+        if command.first == "--" { command.removeFirst() }
+        let (plan, firebaseJSON) = try suite.plan(project: server.project)
+        var runner = SuiteRunner(server: server, plan: plan, firebaseJSON: firebaseJSON)
+        let status = try await runner.run(command: command)
+        if status != 0 { throw ExitCode(status) }
+    }
+}
+
+/// `firegate emulators:start`: the server on firebase.json's ports and the hub until SIGINT or
+/// SIGTERM, announced with the line CI scripts wait for.
+struct EmulatorsStart: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "emulators:start", abstract: "Run the server on firebase.json's ports with the hub, as `firebase emulators:start`.")
+
+    @OptionGroup var suite: SuiteOptions
+    @OptionGroup var server: ServerOptions
+
+    func run() async throws {
+        let (plan, firebaseJSON) = try suite.plan(project: server.project)
+        var runner = SuiteRunner(server: server, plan: plan, firebaseJSON: firebaseJSON)
+        _ = try await runner.run(command: nil)
+    }
+}

@@ -1,0 +1,120 @@
+import FiregateHTTP
+import FiregateSuite
+import Foundation
+import Logging
+import ServiceLifecycle
+import UnixSignals
+
+/// Runs a `SuitePlan`: the server on each port the plan names (one responder behind them all),
+/// the hub on its own, and — for `exec` — the command once everything listens. Signals go to the
+/// command when there is one, else they stop the servers.
+struct SuiteRunner {
+    let server: ServerOptions
+    var plan: SuitePlan
+    let firebaseJSON: FirebaseJSON?
+
+    init(server: ServerOptions, plan: SuitePlan, firebaseJSON: FirebaseJSON?) {
+        self.server = server
+        self.plan = plan
+        self.firebaseJSON = firebaseJSON
+    }
+
+    private enum Event: Sendable {
+        case listening
+        case stopped((any Error)?)
+    }
+
+    /// Runs until the command ends (its exit status is returned) or, without one, until a signal.
+    mutating func run(command: [String]?) async throws -> Int32 {
+        server.bootstrapLogging()
+        var logger = Logger(label: "firegate")
+        logger.logLevel = server.level
+        for name in plan.notProvided {
+            logger.warning("Firegate does not emulate \(name): not started.")
+        }
+        if let export = server.exportOnExit {
+            // The export replaces its target folder whole, as the CLI's does.
+            let target = URL(fileURLWithPath: export).standardizedFileURL.path
+            let here = URL(fileURLWithPath: FileManager.default.currentDirectoryPath).standardizedFileURL.path
+            if here == target || here.hasPrefix(target == "/" ? "/" : target + "/") {
+                throw StartupFailure(description: "--export-on-exit \(export) is this folder or one above it: an export replaces the folder it is written to.")
+            }
+        }
+        try choosePorts()
+        let main = plan.services[0]
+        let configuration = server.configuration(host: main.bindHost, port: main.port, project: plan.projectID, dataDirectory: server.dataDir)
+        let opened = try await server.open(configuration, firebaseJSON: firebaseJSON?.path)
+
+        let (events, report) = AsyncStream<Event>.makeStream()
+        var addresses: [(host: String, port: Int)] = []
+        for listener in plan.services where !addresses.contains(where: { $0.host == listener.bindHost && $0.port == listener.port }) {
+            addresses.append((listener.bindHost, listener.port))
+        }
+        var services = try FiregateServer.makeApplications(configuration: configuration, backend: opened.backend, clients: opened.clients,
+                                                           addresses: addresses, onRunning: { _ in report.yield(.listening) })
+        services.append(HubServer.makeApplication(plan: plan, logger: logger, onRunning: { _ in report.yield(.listening) }))
+        let group = ServiceGroup(configuration: .init(services: services, gracefulShutdownSignals: [], logger: logger))
+        let running = Task {
+            do { try await group.run(); report.yield(.stopped(nil)) } catch { report.yield(.stopped(error)) }
+        }
+        var iterator = events.makeAsyncIterator()
+        var listening = 0
+        while listening < services.count {
+            switch await iterator.next() {
+            case .listening?: listening += 1
+            case .stopped(let error)?:
+                throw StartupFailure(description: "The servers stopped while starting: \(error.map { "\($0)" } ?? "no error")")
+            case nil: throw StartupFailure(description: "The servers stopped while starting.")
+            }
+        }
+        try await opened.loaded()
+
+        let status: Int32
+        if let command {
+            let child = try ChildProcess(command: command, environment: SuiteEnvironment.variables(for: plan, inheriting: ProcessInfo.processInfo.environment))
+            logger.info("Running script: \(command.joined(separator: " "))")
+            // The signals the CLI handles go on to the command; its end ends the servers.
+            let signals = await UnixSignalsSequence(trapping: .sigint, .sigterm, .sighup, .sigquit)
+            let relay = Task { [logger] in for await signal in signals { logger.debug("signal passed to the command", metadata: ["signal": "\(signal)"]); child.send(signal.rawValue) } }
+            status = await child.exitStatus()
+            relay.cancel()
+        } else {
+            // Written at once (not buffered): scripts wait for this line on a pipe.
+            var announcement = "All emulators ready! It is now safe to connect your app.\n"
+            for listener in plan.services + [plan.hub] { announcement += "  \(listener.service.rawValue)  \(listener.hostAndPort)\n" }
+            FileHandle.standardOutput.write(Data(announcement.utf8))
+            for await _ in await UnixSignalsSequence(trapping: .sigint, .sigterm, .sighup, .sigquit) { break }
+            status = 0
+        }
+        await group.triggerGracefulShutdown()
+        while let event = await iterator.next() { if case .stopped = event { break } }
+        _ = await running.result
+        try await server.close(opened, directoryOf: plan.projectID)
+        return status
+    }
+
+    /// Port 0 becomes a free port (so the command's variables name real ones); the hub's default
+    /// port moves up to the next free one, as the CLI's does; a busy fixed port stops the start.
+    private mutating func choosePorts() throws {
+        var taken: [Int] = []
+        func resolve(_ listener: inout SuitePlan.Listener, movable: Bool) throws {
+            if listener.port == 0 {
+                listener.port = try PortProbe.freePort(host: listener.bindHost)
+            } else if movable {
+                while taken.contains(listener.port) || !PortProbe.isFree(host: listener.bindHost, port: listener.port) {
+                    listener.port += 1
+                    guard listener.port <= 65535 else { throw StartupFailure(description: "No free port for the hub.") }
+                }
+            } else if !taken.contains(listener.port), !PortProbe.isFree(host: listener.bindHost, port: listener.port) {
+                throw StartupFailure(description: "Could not start the \(listener.service.rawValue) emulator: port \(listener.port) on \(listener.bindHost) is taken.")
+            }
+            taken.append(listener.port)
+        }
+        var services = plan.services
+        for i in services.indices { try resolve(&services[i], movable: false) }
+        var hub = plan.hub
+        try resolve(&hub, movable: !hub.configured)
+        plan.services = services
+        plan.hub = hub
+    }
+}
