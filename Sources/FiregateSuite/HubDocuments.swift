@@ -7,6 +7,18 @@ public enum HubDocuments {
     /// What the hub reports as its version.
     public static let version = "firegate"
 
+    /// The locator file `<temporary folder>/hub-<project>.json`, by which `emulators:export`
+    /// finds the hub of a running suite.
+    public static func locatorFileName(project: String) -> String { "hub-\(project).json" }
+
+    public static func locatorFile(plan: SuitePlan, pid: Int32) -> JSON {
+        .object([
+            "version": .string(version),
+            "origins": .array([.string("http://\(plan.hub.hostAndPort)")]),
+            "pid": .int(Int64(pid)),
+        ])
+    }
+
     /// `GET /`.
     public static func locator(plan: SuitePlan, pid: Int32) -> JSON {
         .object([

@@ -7,7 +7,7 @@ struct Firegate: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "firegate",
         abstract: "A Firebase-style backend emulator with offline-capable edge clients.",
-        subcommands: [Serve.self, Exec.self, EmulatorsStart.self],
+        subcommands: [Serve.self, Exec.self, EmulatorsStart.self, EmulatorsExport.self],
         defaultSubcommand: Serve.self
     )
 }

@@ -1,4 +1,5 @@
 import ArgumentParser
+import FiregateHTTP
 import FiregateModel
 import FiregateSuite
 import Foundation
@@ -16,6 +17,10 @@ struct SuiteOptions: ParsableArguments {
 
     /// The plan from firebase.json, .firebaserc (beside firebase.json, else here) and the flags.
     func plan(project: String?) throws -> (SuitePlan, FirebaseJSON?) {
+        try SuiteOptions.plan(config: config, only: only, project: project)
+    }
+
+    static func plan(config: String?, only: String?, project: String?) throws -> (SuitePlan, FirebaseJSON?) {
         let fileManager = FileManager.default
         let configPath = config ?? (fileManager.fileExists(atPath: "firebase.json") ? "firebase.json" : nil)
         do {
@@ -73,5 +78,50 @@ struct EmulatorsStart: AsyncParsableCommand {
         let (plan, firebaseJSON) = try suite.plan(project: server.project)
         var runner = SuiteRunner(server: server, plan: plan, firebaseJSON: firebaseJSON)
         _ = try await runner.run(command: nil)
+    }
+}
+
+/// `firegate emulators:export DIR`: asks the hub of the running suite of the project (found
+/// through its locator file, as the CLI finds it) to write the export directory into DIR.
+struct EmulatorsExport: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "emulators:export", abstract: "Export the data of a running `exec` or `emulators:start`, as `firebase emulators:export`.")
+
+    @Argument(help: "The folder to write; it is replaced whole.")
+    var path: String
+
+    @Option(name: [.customShort("c"), .customLong("config")], help: "firebase.json (default: ./firebase.json when there is one).")
+    var config: String?
+
+    @Option(name: [.customShort("P"), .long], help: "Project id or .firebaserc alias of the running suite.")
+    var project: String?
+
+    @Flag(help: "Replace a folder that is not empty.")
+    var force = false
+
+    func run() async throws {
+        let (plan, _) = try SuiteOptions.plan(config: config, only: nil, project: project)
+        let target = URL(fileURLWithPath: path).standardizedFileURL.path
+        let here = URL(fileURLWithPath: FileManager.default.currentDirectoryPath).standardizedFileURL.path
+        if here == target || here.hasPrefix(target == "/" ? "/" : target + "/") {
+            throw StartupFailure(description: "\(path) is this folder or one above it: an export replaces the folder it is written to.")
+        }
+        if !force, let items = try? FileManager.default.contentsOfDirectory(atPath: target), !items.isEmpty {
+            throw StartupFailure(description: "\(path) is not empty: pass --force to replace it.")
+        }
+        let locator = HubLocator.path(project: plan.projectID)
+        guard HubLocator.livePID(at: locator) != nil, let data = FileManager.default.contents(atPath: locator),
+              let origins = (try? JSONParser.parse([UInt8](data)))?["origins"]?.arrayValue?.compactMap(\.stringValue), !origins.isEmpty else {
+            throw StartupFailure(description: "No running suite of project \(plan.projectID) (no live \(locator)): start one with firegate exec or emulators:start.")
+        }
+        var failure = "no origin answered"
+        for origin in origins {
+            guard let reason = await HubServer.requestExport(origin: origin, path: target) else {
+                print("Exported to \(target)")
+                return
+            }
+            failure = reason
+        }
+        throw StartupFailure(description: "The export failed: \(failure)")
     }
 }

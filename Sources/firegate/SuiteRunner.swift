@@ -52,7 +52,10 @@ struct SuiteRunner {
         }
         var services = try FiregateServer.makeApplications(configuration: configuration, backend: opened.backend, clients: opened.clients,
                                                            addresses: addresses, onRunning: { _ in report.yield(.listening) })
-        services.append(HubServer.makeApplication(plan: plan, logger: logger, onRunning: { _ in report.yield(.listening) }))
+        let project = plan.projectID, backend = opened.backend
+        services.append(HubServer.makeApplication(plan: plan, logger: logger, export: { path in
+            try await FiregateServer.writeExportDirectory(to: path, project: project, backend: backend)
+        }, onRunning: { _ in report.yield(.listening) }))
         let group = ServiceGroup(configuration: .init(services: services, gracefulShutdownSignals: [], logger: logger))
         let running = Task {
             do { try await group.run(); report.yield(.stopped(nil)) } catch { report.yield(.stopped(error)) }
@@ -68,6 +71,8 @@ struct SuiteRunner {
             }
         }
         try await opened.loaded()
+        let locator = HubLocator(plan: plan, logger: logger)
+        locator.write()
 
         let status: Int32
         if let command {
@@ -86,6 +91,7 @@ struct SuiteRunner {
             for await _ in await UnixSignalsSequence(trapping: .sigint, .sigterm, .sighup, .sigquit) { break }
             status = 0
         }
+        locator.remove()
         await group.triggerGracefulShutdown()
         while let event = await iterator.next() { if case .stopped = event { break } }
         _ = await running.result

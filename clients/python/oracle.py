@@ -56,10 +56,10 @@ def _free_port() -> int:
 class OfficialEmulator:
     """One emulator process; `base` is its REST root (http://127.0.0.1:PORT)."""
 
-    def __init__(self, binary: str):
+    def __init__(self, binary: str, *extra_args: str):
         self.port = _free_port()
         self.base = f"http://127.0.0.1:{self.port}"
-        self.proc = subprocess.Popen([binary, "start", "--host=127.0.0.1", f"--port={self.port}"],
+        self.proc = subprocess.Popen([binary, "start", "--host=127.0.0.1", f"--port={self.port}", *extra_args],
                                      stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT, start_new_session=True)
         deadline = time.time() + 60
         while time.time() < deadline:

@@ -231,14 +231,64 @@ def test_emulators_start_announces_readiness_and_stops_on_sigint(tmp_path):
             proc.kill()
 
 
-def test_export_on_exit_keeps_what_the_command_wrote_for_the_next_import(tmp_path):
+def test_export_on_exit_writes_the_export_directory_the_next_import_reads(tmp_path):
     project_folder(tmp_path)
-    archive = tmp_path / "seed.json"
+    target = tmp_path / "seed"
     write = "import os, urllib.request as u; r = u.Request('http://%s/v1/projects/demo-cli/databases/(default)/documents/open/kept' % os.environ['FIRESTORE_EMULATOR_HOST'], data=b'{\"fields\":{\"v\":{\"stringValue\":\"yes\"}}}', method='PATCH'); u.urlopen(r)"
-    first = run(["exec", "--export-on-exit", str(archive), "--log-level", "warning", "--", sys.executable, "-c", write], tmp_path)
+    first = run(["exec", "--export-on-exit", str(target), "--log-level", "warning", "--", sys.executable, "-c", write], tmp_path)
     assert first.returncode == 0, first.stderr
-    assert archive.exists()
+    assert (target / "firebase-export-metadata.json").exists() and (target / "firestore_export").is_dir()
     read = "import os, urllib.request as u; print('READ', u.urlopen('http://%s/v1/projects/demo-cli/databases/(default)/documents/open/kept' % os.environ['FIRESTORE_EMULATOR_HOST']).read().decode())"
-    second = run(["exec", "--import", str(archive), "--log-level", "warning", "--", sys.executable, "-c", read], tmp_path)
+    # `--import X --export-on-exit X`, the CLI's usual pair: read, then written back.
+    second = run(["exec", "--import", str(target), "--export-on-exit", str(target), "--log-level", "warning", "--", sys.executable, "-c", read], tmp_path)
     assert second.returncode == 0, second.stderr
     assert '"stringValue": "yes"' in second.stdout or '"stringValue":"yes"' in second.stdout
+    # The first run of that pair, before X exists, imports nothing and writes X.
+    fresh = tmp_path / "fresh"
+    third = run(["exec", "--import", str(fresh), "--export-on-exit", str(fresh), "--log-level", "warning", "--", "true"], tmp_path)
+    assert third.returncode == 0, third.stderr
+    assert (fresh / "firebase-export-metadata.json").exists()
+    here = run(["exec", "--export-on-exit", str(tmp_path), "--", "true"], tmp_path)
+    assert here.returncode != 0 and "replaces" in here.stderr, "an export never replaces the folder it runs in"
+
+
+def test_emulators_export_asks_the_running_suites_hub_for_the_export_directory(tmp_path):
+    ports = project_folder(tmp_path)
+    project = f"demo-cli-{os.getpid()}"
+    (tmp_path / ".firebaserc").write_text(json.dumps({"projects": {"default": project}}))
+    locator = Path(os.environ.get("TMPDIR") or "/tmp") / f"hub-{project}.json"
+    nobody = run(["emulators:export", str(tmp_path / "early")], tmp_path)
+    assert nobody.returncode != 0 and "No running suite" in nobody.stderr
+    proc = subprocess.Popen([_binary(), "emulators:start", "--log-level", "warning"], cwd=tmp_path,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert "All emulators ready" in proc.stdout.readline()
+        assert json.loads(locator.read_text()) == {"version": "firegate", "origins": [f"http://127.0.0.1:{ports['hub']}"], "pid": proc.pid}
+        doc = f"http://127.0.0.1:{ports['firestore']}/v1/projects/{project}/databases/(default)/documents/open/e"
+        assert requests.patch(doc, json={"fields": {"n": {"integerValue": "5"}}}, timeout=5).status_code == 200
+        assert requests.put(f"http://127.0.0.1:{ports['database']}/open/t.json?ns={project}", json=7, timeout=5).status_code == 200
+        target = tmp_path / "exported"
+        done = run(["emulators:export", str(target)], tmp_path)
+        assert done.returncode == 0, done.stderr
+        assert (target / "firestore_export" / "firestore_export.overall_export_metadata").exists()
+        assert json.loads((target / "database_export" / f"{project}.json").read_text()) == {"open": {"t": 7}}
+        refused = run(["emulators:export", str(target)], tmp_path)
+        assert refused.returncode != 0 and "--force" in refused.stderr, "a folder that is not empty needs --force"
+        assert run(["emulators:export", "--force", str(target)], tmp_path).returncode == 0
+        # The hub's own route, as the CLI calls it.
+        bad = requests.post(f"http://127.0.0.1:{ports['hub']}/_admin/export", json={"path": "relative"}, timeout=5)
+        assert bad.status_code == 400
+        direct = requests.post(f"http://127.0.0.1:{ports['hub']}/_admin/export", json={"path": str(tmp_path / "direct"), "initiatedBy": "test"}, timeout=30)
+        assert direct.status_code == 200 and direct.json() == {"message": "OK"}
+        assert (tmp_path / "direct" / "firebase-export-metadata.json").exists()
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=30) == 0
+        assert not locator.exists(), "the locator goes with the suite"
+        # The export comes back in with --import.
+        script = f"import os, urllib.request as u; print('N', u.urlopen('{doc}').read().decode())"
+        again = run(["exec", "--import", str(target), "--log-level", "warning", "--", sys.executable, "-c", script], tmp_path)
+        assert again.returncode == 0, again.stderr
+        assert json.loads(again.stdout.split("N ", 1)[1])["fields"] == {"n": {"integerValue": "5"}}
+    finally:
+        if proc.poll() is None:
+            proc.kill()
