@@ -4,6 +4,7 @@
 #   clients/node/offline_listen.mjs     Node.js 20+, built-in fetch, an edge listen over SSE
 #   clients/node/rtdb_presence.mjs      Node.js 20+, built-in WebSocket: presence on a socket
 #                                       switched offline by the test
+#   clients/node/firegate_test_example.mjs  node:test with the test helpers (firegate-test.mjs)
 #   clients/shell/walkthrough.sh        bash + curl + python3, the main flows
 #
 #   bash clients/examples.sh
@@ -85,6 +86,7 @@ fi
 EXAMPLES=(
     "node/offline_listen.mjs|node clients/node/offline_listen.mjs"
     "node/rtdb_presence.mjs|node --experimental-websocket clients/node/rtdb_presence.mjs"
+    "node/firegate_test_example.mjs|node clients/node/firegate_test_example.mjs"
     "shell/walkthrough.sh|bash clients/shell/walkthrough.sh"
 )
 
