@@ -112,13 +112,14 @@ struct ServerOptions: ParsableArguments {
     }
 
     /// Opens the store, imports `--import`, loads the rules files (and starts watching them).
-    func open(_ configuration: ServerConfiguration, firebaseJSON: String?) async throws -> OpenedServer {
+    func open(_ configuration: ServerConfiguration, firebaseJSON: String?, namespaceAliases: [String: String] = [:]) async throws -> OpenedServer {
         let backend: Backend
         do {
             backend = try await FiregateServer.openBackend(configuration)
         } catch let error as FiregateError where store != nil {
             throw StartupFailure(description: "The PostgreSQL store could not be opened: \(error.message)")
         }
+        for (alias, canonical) in namespaceAliases { backend.tree.alias(alias, to: canonical) }
         let clients = EdgeClients(backend: backend)
         var isFolder: ObjCBool = false
         if let importPath, FileManager.default.fileExists(atPath: importPath, isDirectory: &isFolder), isFolder.boolValue {

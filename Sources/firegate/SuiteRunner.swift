@@ -43,7 +43,10 @@ struct SuiteRunner {
         try choosePorts()
         let main = plan.services[0]
         let configuration = server.configuration(host: main.bindHost, port: main.port, project: plan.projectID, dataDirectory: server.dataDir)
-        let opened = try await server.open(configuration, firebaseJSON: firebaseJSON?.path)
+        // One Realtime Database under the names the parties use: the Admin SDK (FIREBASE_CONFIG's
+        // databaseURL) and rules-unit-testing say `<project>`, client SDKs `<project>-default-rtdb`.
+        let opened = try await server.open(configuration, firebaseJSON: firebaseJSON?.path,
+                                           namespaceAliases: ["\(plan.projectID)-default-rtdb": plan.projectID])
 
         let (events, report) = AsyncStream<Event>.makeStream()
         var addresses: [(host: String, port: Int)] = []

@@ -35,6 +35,8 @@ def test_vectors_are_written_and_ordered_by_length_then_values(base_url, project
     assert run_query(base_url, project, query) == ["b", "a", "c"]
     bad = {"e": {"mapValue": {"fields": {"__type__": {"stringValue": "__vector__"}, "value": {"arrayValue": {"values": [{"stringValue": "x"}]}}}}}}
     assert commit(base_url, project, [update(project, "v/d", bad)]).status_code == 400
+    empty = commit(base_url, project, [update(project, "v/d", {"e": vector()})])
+    assert empty.status_code == 400 and empty.json()["error"]["message"] == "Cannot have a zero length vector."
     other = {"e": {"mapValue": {"fields": {"__type__": {"stringValue": "x"}}}}}
     assert commit(base_url, project, [update(project, "v/d", other)]).status_code == 400
 

@@ -56,6 +56,11 @@ report["open_read"] = call("GET", documents + "/open/a", token=None)[1]["fields"
 tree = "http://%s" % env["FIREBASE_DATABASE_EMULATOR_HOST"]
 report["tree_open"] = call("PUT", tree + "/open/x.json?ns=" + project, 5, token=None)[0]
 report["tree_locked"] = call("PUT", tree + "/locked/x.json?ns=" + project, 5, token=None)[0]
+# What the Admin SDK writes under <project>, a client SDK reads under <project>-default-rtdb.
+call("PUT", tree + "/open/shared.json?ns=" + project, {"by": "admin"}, token=None)
+report["tree_alias"] = call("GET", tree + "/open/shared.json?ns=" + project + "-default-rtdb", token=None)[1]
+call("PUT", tree + "/open/back.json?ns=" + project + "-default-rtdb", 1, token=None)
+report["tree_alias_back"] = call("GET", tree + "/open/back.json?ns=" + project, token=None)[1]
 print("REPORT " + json.dumps(report), flush=True)
 sys.exit(int(env.get("EXIT_WITH", "0")))
 '''
@@ -113,6 +118,7 @@ def test_a_project_laid_out_for_the_cli_runs_its_command_with_the_clis_variables
     assert report["open_write"] == 200 and report["locked_write"] == 403
     assert report["open_read"] == {"n": {"integerValue": "1"}}
     assert report["tree_open"] == 200 and report["tree_locked"] == 401
+    assert report["tree_alias"] == {"by": "admin"} and report["tree_alias_back"] == 1, "one database under both names"
     # The servers are gone once the command is.
     assert not any(listening(port) for port in ports.values())
 
@@ -243,6 +249,15 @@ def test_export_on_exit_writes_the_export_directory_the_next_import_reads(tmp_pa
     second = run(["exec", "--import", str(target), "--export-on-exit", str(target), "--log-level", "warning", "--", sys.executable, "-c", read], tmp_path)
     assert second.returncode == 0, second.stderr
     assert '"stringValue": "yes"' in second.stdout or '"stringValue":"yes"' in second.stdout
+    # An export holding both <project>.json and <project>-default-rtdb.json: one database, the
+    # second's top-level keys laid over the first's.
+    (target / "database_export" / "demo-cli.json").write_text('{"a":1,"b":{"x":1}}')
+    (target / "database_export" / "demo-cli-default-rtdb.json").write_text('{"b":{"y":2},"c":3}')
+    tree = ("import os, urllib.request as u; print('TREE', u.urlopen(u.Request('http://%s/.json?ns=demo-cli-default-rtdb' % "
+            "os.environ['FIREBASE_DATABASE_EMULATOR_HOST'], headers={'Authorization': 'Bearer owner'})).read().decode())")
+    merged = run(["exec", "--import", str(target), "--log-level", "warning", "--", sys.executable, "-c", tree], tmp_path)
+    assert merged.returncode == 0, merged.stderr
+    assert json.loads(merged.stdout.split("TREE ", 1)[1]) == {"a": 1, "b": {"y": 2}, "c": 3}
     # The first run of that pair, before X exists, imports nothing and writes X.
     fresh = tmp_path / "fresh"
     third = run(["exec", "--import", str(fresh), "--export-on-exit", str(fresh), "--log-level", "warning", "--", "true"], tmp_path)

@@ -285,6 +285,20 @@ def test_listen_sends_add_documents_current_then_a_global_snapshot_per_commit(ch
         stream.close()
 
 
+def test_a_listen_opened_after_the_database_is_cleared_gets_its_snapshot_without_waiting_for_a_commit(channel, project, base_url):
+    # rules-unit-testing's clearFirestore() then a get(): the SDK waits for the global snapshot,
+    # which a reset (that takes a sequence number and commits nothing) once held back.
+    rest_set(base_url, project, "rooms/a", {"n": {"integerValue": "1"}})
+    assert requests.delete(f"{base_url}/emulator/v1/projects/{project}/databases/(default)/documents", timeout=10).status_code == 200
+    docs = fs.Target.DocumentsTarget(documents=[f"{db_name(project)}/documents/rooms/a"])
+    stream = ListenStream(channel, fs.ListenRequest(database=db_name(project), add_target=fs.Target(target_id=2, documents=docs)))
+    try:
+        first = stream.until_global_snapshot(timeout=5)
+        assert [kind(r) for r in first] == [("ADD", [2]), ("CURRENT", [2]), ("NO_CHANGE", [])]
+    finally:
+        stream.close()
+
+
 def test_listen_targets_by_documents_assigned_ids_bad_targets_and_once(channel, project, base_url):
     rest_set(base_url, project, "rooms/a", {"n": {"integerValue": "1"}})
     docs = fs.Target.DocumentsTarget(documents=[f"{db_name(project)}/documents/rooms/a", f"{db_name(project)}/documents/rooms/z"])

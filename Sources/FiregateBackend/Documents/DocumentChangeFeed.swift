@@ -103,10 +103,12 @@ public final class DocumentChangeFeed: Sendable {
         for subscriber in subscribers { subscriber.deliver(.commit(record)) }
     }
 
-    /// Ends every subscription with `error` (database reset, shutdown).
-    func closeAll(_ error: FiregateError) {
+    /// Ends every subscription with `error` (database reset, shutdown). `through`: the sequence
+    /// the database has reached without a commit (a reset takes one), where subscriptions made
+    /// from now on start — else a new stream would wait for a commit to be as new as its targets.
+    func closeAll(_ error: FiregateError, through sequence: Int64? = nil) {
         let subscribers = state.withLock { state -> [FeedSubscription] in
-            defer { state = State(nextID: state.nextID, lastPublished: state.lastPublished) }
+            defer { state = State(nextID: state.nextID, lastPublished: max(state.lastPublished, sequence ?? 0)) }
             return Array(state.subscribers.values)
         }
         for subscriber in subscribers {

@@ -449,7 +449,7 @@ public final class DocumentDatabase: Sendable {
     /// Deletes every document; open listeners end with `error`.
     public func reset() async throws {
         let signal = DurabilitySignal()
-        state.withLock { state in
+        let reached = state.withLock { state in
             let sequence = state.sequence
             state = DatabaseState()
             state.sequence = sequence + 1
@@ -458,8 +458,9 @@ public final class DocumentDatabase: Sendable {
                 if case .success = outcome { adoptLogGeneration() }
                 signal.complete(outcome)
             }
+            return state.sequence
         }
-        feed.closeAll(.init(.aborted, "The database was reset."))
+        feed.closeAll(.init(.aborted, "The database was reset."), through: reached)
         try await signal.wait()
     }
 }

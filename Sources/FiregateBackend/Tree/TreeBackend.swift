@@ -15,6 +15,7 @@ public final class TreeBackend: Sendable {
     private let operations: OperationsLog?
     private let queue: TreeWriteQueue
     private let namespaces = Mutex<[String: TreeNamespace]>([:])
+    private let aliases = Mutex<[String: String]>([:])
     private let pushIDs = Mutex(PushIDGenerator())
     private let tickerStarted = Mutex(false)
     /// On replicas: where a write goes when another replica owns its namespace.
@@ -58,8 +59,21 @@ public final class TreeBackend: Sendable {
         guard valid else { throw FiregateError.invalidArgument("Invalid namespace \"\(name)\": use 1–128 letters, digits, '-', '_' or '.'.") }
     }
 
-    func namespace(_ name: String) -> TreeNamespace {
-        namespaces.withLock { namespaces in
+    /// Makes `alias` another name of `canonical`: reads, writes and streams on either reach one
+    /// namespace. `firegate exec` names `<project>-default-rtdb` so (client SDKs use it, the
+    /// Admin SDK and rules-unit-testing `<project>`; docs/firebase-cli.md). Set before serving.
+    public func alias(_ alias: String, to canonical: String) {
+        aliases.withLock { $0[alias] = canonical }
+    }
+
+    /// The namespace a name reaches (itself unless it is an alias).
+    public func canonicalName(_ name: String) -> String {
+        aliases.withLock { $0[name] } ?? name
+    }
+
+    func namespace(_ requested: String) -> TreeNamespace {
+        let name = canonicalName(requested)
+        return namespaces.withLock { namespaces in
             if let existing = namespaces[name] { return existing }
             let created = TreeNamespace(name: name, storage: storage, queue: queue, settings: settings)
             namespaces[name] = created

@@ -21,13 +21,24 @@ enum ExportDirectoryFiles {
             byDatabase[database, default: []].append(document)
         }
         contents.databases = order.map { (DatabaseID(project: project, database: $0), byDatabase[$0] ?? []) }
-        for (name, value) in read.namespaces {
+        // A namespace's own file first, then those of its other names laid over it.
+        let ordered = read.namespaces.sorted { (backend.tree.canonicalName($0.name) != $0.name ? 1 : 0, $0.name) < (backend.tree.canonicalName($1.name) != $1.name ? 1 : 0, $1.name) }
+        for (name, value) in ordered {
             let file = "\(directory)/…/\(name).json"
             do { try TreeBackend.validateNamespace(name) } catch { throw .invalidArgument("\(file): \(error.message)") }
             guard case .node(let node) = try TreeWriteValue.prepare(value, at: .root) else {
                 throw .invalidArgument("\(file) holds server values; an export holds stored data only.")
             }
-            contents.namespaces.append((name, node))
+            // Exports often hold both `<project>.json` and `<project>-default-rtdb.json`; where
+            // the two are one namespace, the alias's top-level keys are laid over the namespace's.
+            let canonical = backend.tree.canonicalName(name)
+            if let index = contents.namespaces.firstIndex(where: { $0.0 == canonical }) {
+                var merged = contents.namespaces[index].1
+                for (key, child) in node.children ?? TreeChildren() { merged.set(child, at: TreePath(keys: [key])) }
+                contents.namespaces[index].1 = merged
+            } else {
+                contents.namespaces.append((canonical, node))
+            }
         }
         return contents
     }

@@ -71,6 +71,8 @@ extension Write {
         // the maps allowed reserved names.
         if Value.isVector(fields), fields.count == 2, case .array(let items)? = fields["value"] {
             guard items.allSatisfy(\.isNumber) else { throw .invalidArgument("A vector's values must be numbers.") }
+            // The emulator's words.
+            guard !items.isEmpty else { throw .invalidArgument("Cannot have a zero length vector.") }
             return
         }
         if try BSONKind.normalizedForWrite(fields) != nil { return }
