@@ -96,38 +96,49 @@ enum DocumentEntity {
         return key(project: parts[1], database: parts[3], path: Array(parts[5...]))
     }
 
+    /// Properties of one name stand together (an array's elements are adjacent); a name met
+    /// again further on still adds to its array.
     private static func fields(of properties: [Entity.Property], context: String) throws(FiregateError) -> [String: Value] {
-        var order: [String] = []
-        var byName: [String: [Entity.Property]] = [:]
-        for property in properties {
-            if byName[property.name] == nil { order.append(property.name) }
-            byName[property.name, default: []].append(property)
-        }
         var fields: [String: Value] = [:]
-        for name in order {
-            let group = byName[name] ?? []
-            if group.count == 1, group[0].meaning == Entity.Meaning.emptyList, !group[0].multiple {
-                fields[name] = .array([])
-            } else if group.allSatisfy({ $0.meaning == Entity.Meaning.vector }) {
-                var doubles: [Value] = []
-                for property in group {
-                    guard case .double(let d) = property.value else {
-                        throw .invalidArgument("\(context): field \(name) is a vector with an element that is not a double.")
-                    }
-                    doubles.append(.double(d))
-                }
-                fields[name] = .map(["__type__": .string("__vector__"), "value": .array(doubles)])
-            } else if group.count > 1 || group.contains(where: \.multiple) {
-                var items: [Value] = []
-                for property in group where property.meaning != Entity.Meaning.emptyList {
-                    items.append(try value(of: property, context: context))
-                }
-                fields[name] = .array(items)
+        fields.reserveCapacity(properties.count)
+        var start = properties.startIndex
+        while start < properties.endIndex {
+            let name = properties[start].name
+            var end = start + 1
+            while end < properties.endIndex, properties[end].name == name { end += 1 }
+            let value = try self.value(ofGroup: properties[start..<end], context: context)
+            if case .array(let more) = value, case .array(let earlier)? = fields[name] {
+                fields[name] = .array(earlier + more)
             } else {
-                fields[name] = try value(of: group[0], context: context)
+                fields[name] = value
             }
+            start = end
         }
         return fields
+    }
+
+    private static func value(ofGroup group: ArraySlice<Entity.Property>, context: String) throws(FiregateError) -> Value {
+        let first = group[group.startIndex]
+        if group.count == 1, first.meaning == Entity.Meaning.emptyList, !first.multiple { return .array([]) }
+        if group.allSatisfy({ $0.meaning == Entity.Meaning.vector }) {
+            var doubles: [Value] = []
+            for property in group {
+                guard case .double(let d) = property.value else {
+                    throw .invalidArgument("\(context): field \(first.name) is a vector with an element that is not a double.")
+                }
+                doubles.append(.double(d))
+            }
+            return .map(["__type__": .string("__vector__"), "value": .array(doubles)])
+        }
+        if group.count > 1 || first.multiple {
+            var items: [Value] = []
+            items.reserveCapacity(group.count)
+            for property in group where property.meaning != Entity.Meaning.emptyList {
+                items.append(try value(of: property, context: context))
+            }
+            return .array(items)
+        }
+        return try value(of: first, context: context)
     }
 
     private static func value(of property: Entity.Property, context: String) throws(FiregateError) -> Value {

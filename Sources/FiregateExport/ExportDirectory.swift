@@ -1,5 +1,6 @@
 import FiregateModel
 import Foundation
+import Synchronization
 
 /// The Firebase CLI's export directory, both ways (docs/export-format.md):
 ///
@@ -116,25 +117,53 @@ public struct ExportDirectory: Sendable {
     static func readFirestore(overall: URL, project: String, at time: Timestamp) throws(FiregateError) -> [(database: String, document: Document)] {
         let folder = overall.deletingLastPathComponent()
         let records = try LevelDBLog.read(try readFile(overall.path), file: overall.path)
-        var documents: [(database: String, document: Document)] = []
-        var seen = Set<String>()
+        var outputs: [String] = []
         for partition in try partitions(ofOverall: records, file: overall.path) {
             let partitionURL = relative(partition, to: folder)
             let partitionFolder = partitionURL.deletingLastPathComponent()
             for name in try outputFiles(ofPartition: try readFile(partitionURL.path), file: partitionURL.path) {
-                let output = relative(name, to: partitionFolder).path
-                for (index, record) in try LevelDBLog.read(try readFile(output), file: output).enumerated() {
-                    let context = "\(output): record \(index)"
-                    let entity = try Entity.decode(record[...], context: context)
-                    let (database, document) = try DocumentEntity.document(of: entity, project: project, at: time, context: context)
-                    do { try DocumentLimits.validate(path: document.path, fields: document.fields, database: database) } catch {
-                        throw .invalidArgument("\(context): \(error.message)")
-                    }
-                    guard seen.insert(database.database + "\u{0}" + document.path.canonical).inserted else {
-                        throw .invalidArgument("\(context): \(document.path.canonical) is in the export twice.")
-                    }
-                    documents.append((database.database, document))
+                outputs.append(relative(name, to: partitionFolder).path)
+            }
+        }
+        // The files are read and decoded side by side (one per core); what they hold is then
+        // checked in file order, so the error reported is the first in the export.
+        let results = Mutex<[Int: Result<[(database: String, document: Document)], FiregateError>]>([:])
+        let files = outputs
+        DispatchQueue.concurrentPerform(iterations: files.count) { index in
+            let result = Result { () throws(FiregateError) in try readOutput(files[index], project: project, at: time) }
+            results.withLock { $0[index] = result }
+        }
+        var documents: [(database: String, document: Document)] = []
+        var seen: [String: Set<ResourcePath>] = [:]
+        for index in outputs.indices {
+            let read = try results.withLock { $0[index] }!.get()
+            for (record, item) in read.enumerated() {
+                guard seen[item.database, default: []].insert(item.document.path).inserted else {
+                    throw .invalidArgument("\(outputs[index]): record \(record): \(item.document.path.canonical) is in the export twice.")
                 }
+            }
+            documents.append(contentsOf: read)
+        }
+        return documents
+    }
+
+    /// One `output-N` file's documents; an error names the file and the record.
+    private static func readOutput(_ output: String, project: String, at time: Timestamp) throws(FiregateError) -> [(database: String, document: Document)] {
+        let records = try LevelDBLog.read(try readFile(output), file: output)
+        var documents: [(database: String, document: Document)] = []
+        documents.reserveCapacity(records.count)
+        for (index, record) in records.enumerated() {
+            do throws(FiregateError) {
+                // Errors say what is wrong after an empty context; the record is named here,
+                // so the happy path builds no text.
+                let entity = try Entity.decode(record[...], context: "")
+                let (database, document) = try DocumentEntity.document(of: entity, project: project, at: time, context: "")
+                do { try DocumentLimits.validate(path: document.path, fields: document.fields, database: database) } catch {
+                    throw FiregateError.invalidArgument(": \(error.message)")
+                }
+                documents.append((database.database, document))
+            } catch {
+                throw .invalidArgument("\(output): record \(index)\(error.message)")
             }
         }
         return documents

@@ -60,8 +60,7 @@ struct Exec: AsyncParsableCommand {
         if command.first == "--" { command.removeFirst() }
         let (plan, firebaseJSON) = try suite.plan(project: server.project)
         var runner = SuiteRunner(server: server, plan: plan, firebaseJSON: firebaseJSON)
-        let status = try await runner.run(command: command)
-        if status != 0 { throw ExitCode(status) }
+        try await runner.run(command: command)
     }
 }
 
@@ -77,7 +76,7 @@ struct EmulatorsStart: AsyncParsableCommand {
     func run() async throws {
         let (plan, firebaseJSON) = try suite.plan(project: server.project)
         var runner = SuiteRunner(server: server, plan: plan, firebaseJSON: firebaseJSON)
-        _ = try await runner.run(command: nil)
+        try await runner.run(command: nil)
     }
 }
 
