@@ -6,8 +6,13 @@ import Foundation
 public struct FirebaseRC: Sendable, Equatable {
     /// Alias → project id (`{"projects":{"default":"demo-x"}}`).
     public let projects: [String: String]
+    /// Project → Realtime Database target → instances (`{"targets":{"demo-x":{"database":{"main":["demo-x-default-rtdb"]}}}}`).
+    public let databaseTargets: [String: [String: [String]]]
 
-    public init(projects: [String: String]) { self.projects = projects }
+    public init(projects: [String: String], databaseTargets: [String: [String: [String]]] = [:]) {
+        self.projects = projects
+        self.databaseTargets = databaseTargets
+    }
 
     /// Reads the file; a malformed file is an error naming it.
     public static func read(_ path: String) throws(FiregateError) -> FirebaseRC {
@@ -25,7 +30,13 @@ public struct FirebaseRC: Sendable, Equatable {
         for (alias, id) in top["projects"]?.objectValue ?? [:] {
             if let id = id.stringValue { projects[alias] = id }
         }
-        return FirebaseRC(projects: projects)
+        var targets: [String: [String: [String]]] = [:]
+        for (project, kinds) in top["targets"]?.objectValue ?? [:] {
+            for (target, instances) in kinds["database"]?.objectValue ?? [:] {
+                targets[project, default: [:]][target] = instances.arrayValue?.compactMap(\.stringValue) ?? []
+            }
+        }
+        return FirebaseRC(projects: projects, databaseTargets: targets)
     }
 
     /// The project named by `--project` (an alias or an id), else the only alias, else the alias

@@ -45,6 +45,9 @@ public struct SuitePlan: Sendable, Equatable {
     /// each gets a warning, and the rest runs.
     public let notProvided: [String]
 
+    /// `.firebaserc`'s Realtime Database targets of the project: target → instances.
+    public let databaseTargets: [String: [String]]
+
     /// The project id the servers use: the resolved one, else the CLI's placeholder.
     public var projectID: String { project ?? "demo-no-project" }
 
@@ -62,6 +65,7 @@ public struct SuitePlan: Sendable, Equatable {
     /// Database on their default ports); `only` is `--only`'s list as given.
     public init(config: FirebaseJSON?, rc: FirebaseRC?, projectFlag: String?, only: String?) throws(FiregateError) {
         project = rc?.project(flag: projectFlag) ?? projectFlag
+        databaseTargets = rc?.databaseTargets[project ?? ""] ?? [:]
         let configured: Set<String> = config.map { $0.sections.union($0.emulators.keys) } ?? ["firestore", "database"]
         var wanted = configured
         if let only {

@@ -112,14 +112,18 @@ struct ServerOptions: ParsableArguments {
     }
 
     /// Opens the store, imports `--import`, loads the rules files (and starts watching them).
-    func open(_ configuration: ServerConfiguration, firebaseJSON: String?, namespaceAliases: [String: String] = [:]) async throws -> OpenedServer {
+    func open(_ configuration: ServerConfiguration, firebaseJSON: String?, namespaceAliases: [String: String] = [:],
+              databaseTargets: [String: [String]] = [:]) async throws -> OpenedServer {
         let backend: Backend
         do {
             backend = try await FiregateServer.openBackend(configuration)
         } catch let error as FiregateError where store != nil {
             throw StartupFailure(description: "The PostgreSQL store could not be opened: \(error.message)")
         }
-        for (alias, canonical) in namespaceAliases { backend.tree.alias(alias, to: canonical) }
+        for (alias, canonical) in namespaceAliases {
+            backend.tree.alias(alias, to: canonical)
+            backend.rules.alias(alias, to: canonical)
+        }
         let clients = EdgeClients(backend: backend)
         var isFolder: ObjCBool = false
         if let importPath, FileManager.default.fileExists(atPath: importPath, isDirectory: &isFolder), isFolder.boolValue {
@@ -135,7 +139,8 @@ struct ServerOptions: ParsableArguments {
         }
         let rulesFiles: RulesFiles
         do {
-            rulesFiles = try RulesFiles(rules: backend.rules, firestoreRules: firestoreRules, databaseRules: databaseRules, firebaseJSON: firebaseJSON)
+            rulesFiles = try RulesFiles(rules: backend.rules, firestoreRules: firestoreRules, databaseRules: databaseRules, firebaseJSON: firebaseJSON,
+                                        databaseTargets: databaseTargets)
             try rulesFiles.loadAll()
         } catch {
             throw StartupFailure(description: error.message)

@@ -47,7 +47,8 @@ struct SuiteRunner {
         // One Realtime Database under the names the parties use: the Admin SDK (FIREBASE_CONFIG's
         // databaseURL) and rules-unit-testing say `<project>`, client SDKs `<project>-default-rtdb`.
         let opened = try await server.open(configuration, firebaseJSON: firebaseJSON?.path,
-                                           namespaceAliases: ["\(plan.projectID)-default-rtdb": plan.projectID])
+                                           namespaceAliases: ["\(plan.projectID)-default-rtdb": plan.projectID],
+                                           databaseTargets: plan.databaseTargets)
 
         let (events, report) = AsyncStream<Event>.makeStream()
         var addresses: [(host: String, port: Int)] = []

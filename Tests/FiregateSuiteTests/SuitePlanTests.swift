@@ -66,6 +66,9 @@ final class SuitePlanTests: XCTestCase {
         XCTAssertEqual(try FirebaseRC.parse(#"{"projects": {"prod": "demo-only"}}"#, path: "rc").project(flag: nil), "demo-only")
         XCTAssertNil(try FirebaseRC.parse(#"{"projects": {"a": "x", "b": "y"}}"#, path: "rc").project(flag: nil))
         XCTAssertEqual(JSONComments.stripped(#"{"url": "http://x//y"} // tail"#), #"{"url": "http://x//y"} "#, "slashes inside strings stay")
+        let targets = try FirebaseRC.parse(#"{"projects": {"default": "demo-t"}, "targets": {"demo-t": {"database": {"main": ["demo-t-default-rtdb", "demo-t-other"]}}}}"#, path: "rc")
+        XCTAssertEqual(try SuitePlan(config: nil, rc: targets, projectFlag: nil, only: nil).databaseTargets, ["main": ["demo-t-default-rtdb", "demo-t-other"]])
+        XCTAssertEqual(try SuitePlan(config: nil, rc: targets, projectFlag: "demo-else", only: nil).databaseTargets, [:], "targets are the project's")
     }
 
     func testTheCommandsEnvironmentIsTheCLIs() throws {

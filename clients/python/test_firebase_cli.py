@@ -307,3 +307,27 @@ def test_emulators_export_asks_the_running_suites_hub_for_the_export_directory(t
     finally:
         if proc.poll() is None:
             proc.kill()
+
+
+def test_database_targets_of_firebaserc_name_their_instances_and_one_database_has_one_ruleset(tmp_path):
+    ports = project_folder(tmp_path)
+    (tmp_path / "closed.rules.json").write_text(json.dumps({"rules": {".read": True, ".write": False}}))
+    (tmp_path / "open.rules.json").write_text(json.dumps({"rules": {".read": True, ".write": True}}))
+    config = json.loads((tmp_path / "firebase.json").read_text())
+    config["database"] = [{"target": "main", "rules": "closed.rules.json"}, {"instance": "demo-cli-other", "rules": "open.rules.json"}]
+    (tmp_path / "firebase.json").write_text(json.dumps(config))
+    (tmp_path / ".firebaserc").write_text(json.dumps({"projects": {"default": "demo-cli"},
+                                                      "targets": {"demo-cli": {"database": {"main": ["demo-cli-default-rtdb"]}}}}))
+    script = (
+        "import os, urllib.request as u, urllib.error as e\n"
+        "def put(ns):\n"
+        "    try:\n"
+        "        return u.urlopen(u.Request('http://%s/x.json?ns=%s' % (os.environ['FIREBASE_DATABASE_EMULATOR_HOST'], ns), data=b'1', method='PUT')).status\n"
+        "    except e.HTTPError as error:\n"
+        "        return error.code\n"
+        "print('STATUS', put('demo-cli-default-rtdb'), put('demo-cli'), put('demo-cli-other'))\n"
+    )
+    done = run(["exec", "--log-level", "warning", "--", sys.executable, "-c", script], tmp_path)
+    assert done.returncode == 0, done.stderr
+    # Target main is demo-cli-default-rtdb, whose rules are the closed ones — under both of its names.
+    assert done.stdout.split("STATUS ", 1)[1].split() == ["401", "401", "200"]

@@ -25,10 +25,12 @@ public final class RulesFiles: Sendable {
     let logger = Logger(label: "firegate.rules")
 
     /// `databaseRules` items are `PATH` or `NS=PATH`. `firebaseJSON` adds its `firestore.rules`
-    /// and `database.rules` (or a list of `{instance|target, rules}`), relative to its folder.
-    public init(rules: SecurityRules, firestoreRules: String?, databaseRules: [String], firebaseJSON: String?) throws(FiregateError) {
+    /// and `database.rules` (or a list of `{instance|target, rules}`), relative to its folder; a
+    /// target names the instances `databaseTargets` gives it (`.firebaserc`'s `targets`), else itself.
+    public init(rules: SecurityRules, firestoreRules: String?, databaseRules: [String], firebaseJSON: String?,
+                databaseTargets: [String: [String]] = [:]) throws(FiregateError) {
         var sources: [Source] = []
-        if let firebaseJSON { sources += try RulesFiles.sources(ofFirebaseJSON: firebaseJSON) }
+        if let firebaseJSON { sources += try RulesFiles.sources(ofFirebaseJSON: firebaseJSON, databaseTargets: databaseTargets) }
         if let firestoreRules {
             sources.removeAll { $0.kind == .firestore }
             sources.append(Source(kind: .firestore, path: firestoreRules))
@@ -44,7 +46,7 @@ public final class RulesFiles: Sendable {
         self.rules = rules
     }
 
-    static func sources(ofFirebaseJSON path: String) throws(FiregateError) -> [Source] {
+    static func sources(ofFirebaseJSON path: String, databaseTargets: [String: [String]] = [:]) throws(FiregateError) -> [Source] {
         let folder = URL(fileURLWithPath: path).deletingLastPathComponent()
         func resolved(_ file: String) -> String { file.hasPrefix("/") ? file : folder.appendingPathComponent(file).path }
         guard let data = FileManager.default.contents(atPath: path), let json = try? JSONParser.parse([UInt8](data)) else {
@@ -62,8 +64,15 @@ public final class RulesFiles: Sendable {
         case .array(let instances)?:
             for instance in instances {
                 guard let file = instance.member("rules")?.stringValue else { continue }
-                let namespace = instance.member("instance")?.stringValue ?? instance.member("target")?.stringValue
-                sources.append(Source(kind: .database(namespace: namespace), path: resolved(file)))
+                if let namespace = instance.member("instance")?.stringValue {
+                    sources.append(Source(kind: .database(namespace: namespace), path: resolved(file)))
+                } else if let target = instance.member("target")?.stringValue {
+                    for namespace in databaseTargets[target] ?? [target] {
+                        sources.append(Source(kind: .database(namespace: namespace), path: resolved(file)))
+                    }
+                } else {
+                    sources.append(Source(kind: .database(namespace: nil), path: resolved(file)))
+                }
             }
         default: break
         }

@@ -41,6 +41,8 @@ public final class SecurityRules: Sendable {
         var startupRealtimeByNamespace: [String: RealtimeRelease] = [:]
         var firestore: [String: FirestoreRelease] = [:]
         var realtime: [String: RealtimeRelease] = [:]
+        /// Other names of namespaces (`TreeBackend.alias`): one namespace, one ruleset.
+        var aliases: [String: String] = [:]
     }
 
     let state = Mutex(State())
@@ -73,8 +75,20 @@ public final class SecurityRules: Sendable {
         state.withLock { $0.firestore[project] ?? $0.startupFirestore }
     }
 
-    public func realtime(namespace: String) -> RealtimeRelease? {
-        state.withLock { $0.realtime[namespace] ?? $0.startupRealtimeByNamespace[namespace] ?? $0.startupRealtime }
+    /// Makes `alias` another name of `canonical`, as `TreeBackend.alias` does for the data.
+    public func alias(_ alias: String, to canonical: String) {
+        state.withLock { $0.aliases[alias] = canonical }
+    }
+
+    private func canonical(_ namespace: String) -> String {
+        state.withLock { $0.aliases[namespace] } ?? namespace
+    }
+
+    public func realtime(namespace requested: String) -> RealtimeRelease? {
+        state.withLock { state in
+            let namespace = state.aliases[requested] ?? requested
+            return state.realtime[namespace] ?? state.startupRealtimeByNamespace[namespace] ?? state.startupRealtime
+        }
     }
 
     // MARK: Loading
@@ -95,7 +109,8 @@ public final class SecurityRules: Sendable {
 
     /// Parses `source` (JSON with comments) and makes it the namespace's rules (nil: the startup
     /// rules of every namespace); a parse error throws and changes nothing.
-    public func loadRealtime(namespace: String?, source: String, startup: Bool = false) throws(RulesIssue) {
+    public func loadRealtime(namespace requested: String?, source: String, startup: Bool = false) throws(RulesIssue) {
+        let namespace = requested.map(canonical)
         let release = RealtimeRelease(ruleset: try RealtimeRuleset.parse(source), loadedAt: clock.now())
         state.withLock { state in
             switch (namespace, startup) {
@@ -113,7 +128,8 @@ public final class SecurityRules: Sendable {
         changed(.firestore(project: project))
     }
 
-    public func resetRealtime(namespace: String) {
+    public func resetRealtime(namespace requested: String) {
+        let namespace = canonical(requested)
         state.withLock { _ = $0.realtime.removeValue(forKey: namespace) }
         changed(.realtime(namespace: namespace))
     }
