@@ -20,6 +20,18 @@ struct SuiteOptions: ParsableArguments {
         try SuiteOptions.plan(config: config, only: only, project: project)
     }
 
+    /// An export replaces the folder it is written to, as the CLI's does: never the working
+    /// folder or one above it. The folder's absolute path.
+    @discardableResult
+    static func refuseWorkingFolder(_ path: String) throws -> String {
+        let target = URL(fileURLWithPath: path).standardizedFileURL.path
+        let here = URL(fileURLWithPath: FileManager.default.currentDirectoryPath).standardizedFileURL.path
+        if here == target || here.hasPrefix(target == "/" ? "/" : target + "/") {
+            throw StartupFailure(description: "\(path) is this folder or one above it: an export replaces the folder it is written to.")
+        }
+        return target
+    }
+
     static func plan(config: String?, only: String?, project: String?) throws -> (SuitePlan, FirebaseJSON?) {
         let fileManager = FileManager.default
         let configPath = config ?? (fileManager.fileExists(atPath: "firebase.json") ? "firebase.json" : nil)
@@ -100,11 +112,7 @@ struct EmulatorsExport: AsyncParsableCommand {
 
     func run() async throws {
         let (plan, _) = try SuiteOptions.plan(config: config, only: nil, project: project)
-        let target = URL(fileURLWithPath: path).standardizedFileURL.path
-        let here = URL(fileURLWithPath: FileManager.default.currentDirectoryPath).standardizedFileURL.path
-        if here == target || here.hasPrefix(target == "/" ? "/" : target + "/") {
-            throw StartupFailure(description: "\(path) is this folder or one above it: an export replaces the folder it is written to.")
-        }
+        let target = try SuiteOptions.refuseWorkingFolder(path)
         if !force, let items = try? FileManager.default.contentsOfDirectory(atPath: target), !items.isEmpty {
             throw StartupFailure(description: "\(path) is not empty: pass --force to replace it.")
         }

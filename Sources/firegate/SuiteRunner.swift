@@ -33,14 +33,7 @@ struct SuiteRunner {
         for name in plan.notProvided {
             logger.warning("Firegate does not emulate \(name): not started.")
         }
-        if let export = server.exportOnExit {
-            // The export replaces its target folder whole, as the CLI's does.
-            let target = URL(fileURLWithPath: export).standardizedFileURL.path
-            let here = URL(fileURLWithPath: FileManager.default.currentDirectoryPath).standardizedFileURL.path
-            if here == target || here.hasPrefix(target == "/" ? "/" : target + "/") {
-                throw StartupFailure(description: "--export-on-exit \(export) is this folder or one above it: an export replaces the folder it is written to.")
-            }
-        }
+        if let export = server.exportOnExit { try SuiteOptions.refuseWorkingFolder(export) }
         try choosePorts()
         let main = plan.services[0]
         let configuration = server.configuration(host: main.bindHost, port: main.port, project: plan.projectID, dataDirectory: server.dataDir)
