@@ -94,7 +94,9 @@ let package = Package(
         // metadata files around them, the RTDB's JSON files.
         .target(name: "FiregateExport", dependencies: ["FiregateModel"], swiftSettings: codeLayout),
         .target(name: "FiregateHTTP", dependencies: [
-            "FiregateModel", "FiregateStore", "FiregateBackend", "FiregateEdge", "FiregateProto", "FiregateRealtime", "FiregateWebChannel", "FiregatePostgres", "FiregateSuite", "FiregateExport", "CZlib",
+            "FiregateModel", "FiregateStore", "FiregateBackend", "FiregateEdge", "FiregateProto", "FiregateRealtime", "FiregateRules", "FiregateWebChannel", "FiregateSuite", "FiregateExport", "CZlib",
+            .product(name: "OrderedCollections", package: "swift-collections"),
+            .product(name: "CoreMetrics", package: "swift-metrics"),
             .product(name: "Hummingbird", package: "hummingbird"),
             .product(name: "HummingbirdHTTP2", package: "hummingbird"),
             .product(name: "NIOHTTP2", package: "swift-nio-http2"),
@@ -119,7 +121,7 @@ let package = Package(
         .target(name: "FiregateTestSupport", dependencies: ["FiregateBackend", "FiregateStore"]),
         .executableTarget(name: "firegate-rules-fuzz", dependencies: ["FiregateRules"], path: "Sources/FiregateRulesFuzz"),
         .executableTarget(name: "firegate", dependencies: [
-            "FiregateHTTP", "FiregateModel", "FiregatePostgres", "FiregateSuite",
+            "FiregateHTTP", "FiregateModel", "FiregateBackend", "FiregateEdge", "FiregatePostgres", "FiregateSuite",
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             .product(name: "UnixSignals", package: "swift-service-lifecycle"),
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -130,17 +132,27 @@ let package = Package(
         .testTarget(name: "FiregatePostgresTests", dependencies: [
             "FiregatePostgres", "FiregateStore", "FiregateModel", "FiregateBackend",
             .product(name: "PostgresNIO", package: "postgres-nio"),
+            .product(name: "Logging", package: "swift-log"),
         ]),
         .testTarget(name: "FiregateProtoTests", dependencies: ["FiregateProto", "FiregateModel"]),
         .testTarget(name: "FiregateRealtimeTests", dependencies: ["FiregateTestSupport", "FiregateRealtime", "FiregateBackend", "FiregateStore", "FiregateModel"]),
         .testTarget(name: "FiregateWebChannelTests", dependencies: ["FiregateWebChannel", "FiregateModel"]),
         .testTarget(name: "FiregateSuiteTests", dependencies: ["FiregateSuite", "FiregateModel"]),
         .testTarget(name: "FiregateExportTests", dependencies: ["FiregateExport", "FiregateModel"]),
-        .testTarget(name: "FiregateEdgeTests", dependencies: ["FiregateTestSupport", "FiregateEdge", "FiregateBackend", "FiregateModel"]),
-        .testTarget(name: "FiregateBackendTests", dependencies: ["FiregateTestSupport", "FiregateBackend", "FiregateStore", "FiregateModel", "FiregateRules"]),
+        .testTarget(name: "FiregateEdgeTests", dependencies: [
+            "FiregateTestSupport", "FiregateEdge", "FiregateBackend", "FiregateStore", "FiregateModel",
+            .product(name: "GRDB", package: "GRDB.swift"),
+        ]),
+        .testTarget(name: "FiregateBackendTests", dependencies: [
+            "FiregateTestSupport", "FiregateBackend", "FiregateStore", "FiregateModel", "FiregateRules",
+            .product(name: "GRDB", package: "GRDB.swift"),
+        ]),
         .testTarget(name: "FiregateHTTPTests", dependencies: [
-            "FiregateHTTP", "FiregateBackend", "FiregateEdge", "FiregateProto", "FiregateTestSupport",
+            "FiregateHTTP", "FiregateBackend", "FiregateEdge", "FiregateProto", "FiregateModel", "FiregateStore", "FiregateTestSupport",
             .product(name: "HummingbirdTesting", package: "hummingbird"),
+            .product(name: "Hummingbird", package: "hummingbird"),
+            .product(name: "HTTPTypes", package: "swift-http-types"),
+            .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOEmbedded", package: "swift-nio"),
             .product(name: "NIOHTTP2", package: "swift-nio-http2"),
             .product(name: "NIOHPACK", package: "swift-nio-http2"),

@@ -1,7 +1,6 @@
 import FiregateBackend
 import FiregateEdge
 import FiregateModel
-import FiregatePostgres
 import Foundation
 import Hummingbird
 import ServiceLifecycle
@@ -79,24 +78,6 @@ public enum FiregateServer {
             metrics: ServerMetrics(),
             logger: logger
         )
-    }
-
-    /// Opens the backend (and the edge clients' tables) as configured. The stored documents
-    /// load in the background: the server answers at once, and document requests wait for
-    /// the load (`DocumentBackend.loaded()` says when it is done or failed).
-    public static func openBackend(_ configuration: ServerConfiguration) async throws -> Backend {
-        guard let url = configuration.store else {
-            return try await Backend(directory: configuration.dataDirectory, defaultProject: configuration.project,
-                                     extraMigrations: EdgeClients.migrations, loadInBackground: true)
-        }
-        let postgres = try PostgresStore(location: try PostgresLocation(url),
-                                         replicaID: configuration.replicaID ?? "\(configuration.host):\(configuration.port)",
-                                         address: configuration.advertise ?? "http://\(configuration.host):\(configuration.port)",
-                                         leaseSeconds: configuration.leaseSeconds)
-        return try await Backend(directory: configuration.dataDirectory, defaultProject: configuration.project,
-                                 extraMigrations: EdgeClients.migrations, loadInBackground: true,
-                                 documentStorage: PostgresDocumentStorage(store: postgres), treeStorage: PostgresTreeStorage(store: postgres),
-                                 edgeStore: postgres, replicas: postgres)
     }
 
     public static func makeApplication(configuration: ServerConfiguration, backend: Backend,

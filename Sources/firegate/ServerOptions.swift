@@ -116,7 +116,7 @@ struct ServerOptions: ParsableArguments {
               databaseTargets: [String: [String]] = [:]) async throws -> OpenedServer {
         let backend: Backend
         do {
-            backend = try await FiregateServer.openBackend(configuration)
+            backend = try await BackendOpening.open(configuration)
         } catch let error as FiregateError where store != nil {
             throw StartupFailure(description: "The PostgreSQL store could not be opened: \(error.message)")
         }
