@@ -8,9 +8,12 @@ Each figure is measured on both, one server after the other, in each round:
   commit     one-document commits (each a new document), wrk with 32 connections for --seconds
   query      runQuery over 10 000 documents (== on a field, orderBy, limit 10), median of 20
   rss        resident memory after that load (the emulator's JVM process tree)
+  listen     1 000 gRPC Listen streams on one document (50 HTTP/2 connections, as
+             bench/firestore_grpc.py opens them): a commit's start to each stream's receipt,
+             p50 and p99 over --commits commits
 Targets (issue 42): at least 20× its GET and commit rates, at most 1/4 of its memory, at most
-1/10 of its start time. The Listen fan-out to 1 000 listeners is bench/firestore_grpc.py's row;
-the emulator's side of it is not measured here.
+1/10 of its start time; the fan-out is printed beside the emulator's (Firegate's own target,
+p99 < 25 ms, is bench/firestore_grpc.py's row).
 
     python3 bench/emulator.py [--rounds 2] [--seconds 3] [--bin …]
 
@@ -19,6 +22,7 @@ Loopback only; every wait is bounded. Needs wrk (bench/run installs it) and the 
 """
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import re
@@ -33,6 +37,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "clients", "python"))
 import fgbench  # noqa: E402
+import firestore_grpc  # noqa: E402
 import oracle  # noqa: E402
 
 PROJECT = "side"
@@ -76,8 +81,9 @@ def wrk(url, seconds, script=None, args=()):
 class Side:
     """One server: started, loaded, measured, stopped."""
 
-    def __init__(self, kind, binary):
+    def __init__(self, kind, binary, listeners, commits):
         self.kind, self.binary = kind, binary
+        self.listeners, self.commits = listeners, commits
 
     def start(self):
         t0 = time.perf_counter()
@@ -118,19 +124,26 @@ class Side:
             figures["query"] = statistics.median(times)
             time.sleep(1)
             figures["rss"] = _tree_rss_kib(self.pid) / 1024
+            port = int(self.base.rsplit(":", 1)[1])
+            endpoint = type("Endpoint", (), {"port": port, "base": self.base})
+            figures["listen_p50"], figures["listen_p99"] = asyncio.run(
+                firestore_grpc.listen_phase(endpoint, self.listeners, self.commits, connections=50))
         finally:
             self.stop()
         return figures
 
 
-TARGETS = {"get": ("ratio", 20), "commit": ("ratio", 20), "rss": ("fraction", 0.25), "start": ("fraction", 0.1), "query": None}
-UNITS = {"get": "req/s", "commit": "commits/s", "query": "ms", "rss": "MiB", "start": "ms"}
+TARGETS = {"get": ("ratio", 20), "commit": ("ratio", 20), "rss": ("fraction", 0.25), "start": ("fraction", 0.1), "query": None,
+           "listen_p50": None, "listen_p99": None}
+UNITS = {"get": "req/s", "commit": "commits/s", "query": "ms", "rss": "MiB", "start": "ms", "listen_p50": "ms", "listen_p99": "ms"}
 
 
 def main():
     ap = fgbench.argument_parser(__doc__)
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--seconds", type=int, default=3)
+    ap.add_argument("--listeners", type=int, default=1000)
+    ap.add_argument("--commits", type=int, default=5)
     args = ap.parse_args()
     fgbench.check_binary(args.bin, args.allow_debug)
     emulator = oracle.emulator_binary()
@@ -138,8 +151,8 @@ def main():
         raise fgbench.BenchError("the official Firestore emulator is not installed (google-cloud-cli-firestore-emulator)")
     rows = {key: [] for key in TARGETS}
     for round_ in range(args.rounds):
-        ours = Side("firegate", args.bin).measure(args.seconds)
-        theirs = Side("emulator", emulator).measure(args.seconds)
+        ours = Side("firegate", args.bin, args.listeners, args.commits).measure(args.seconds)
+        theirs = Side("emulator", emulator, args.listeners, args.commits).measure(args.seconds)
         for key in TARGETS:
             rows[key].append((ours[key], theirs[key]))
             fgbench.emit(f"emulator_{key}", round(ours[key], 2), UNITS[key], ref=round(theirs[key], 2))

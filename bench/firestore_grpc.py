@@ -219,7 +219,9 @@ class H2ListenConn:
             self.sock = None
 
 
-async def listen_phase(server, listeners, commits):
+async def listen_phase(server, listeners, commits, connections=10):
+    """p50 and p99 (ms) from a commit's start to each listener's receipt. `server` needs `port`
+    and `base` (bench/emulator.py passes the official emulator)."""
     put_doc(server, "rooms/hot", {"n": {"integerValue": "0"}})
     received = {}                        # n -> kernel receive times (ns)
     initial = set()                      # (connection, stream) that saw their first snapshot
@@ -238,7 +240,7 @@ async def listen_phase(server, listeners, commits):
                 initial.add(key)
         return on_response
 
-    conns = [H2ListenConn(server.port, follower(i)) for i in range(10)]
+    conns = [H2ListenConn(server.port, follower(i)) for i in range(connections)]
     try:
         for conn in conns:
             await conn.connect()

@@ -111,35 +111,78 @@ final class DocumentDatabaseTransactionTests: XCTestCase {
         await assertThrowsFiregate(.invalidArgument, contains: "no longer valid") { try await db.commit([], transaction: tx) }
     }
 
-    func testConcurrentChangeAbortsReadWriteTransaction() async throws {
+    func testAReadLocksTheDocumentAgainstOtherWrites() async throws {
         let db = try memoryDatabase()
         _ = try await db.commit([set("c/a", ["n": .integer(1)])])
         let tx = try db.beginTransaction(.readWrite(retrying: nil))
         _ = try db.get(rpath("c/a"), consistency: .transaction(tx))
-        _ = try await db.commit([set("c/a", ["n": .integer(5)])])
-        await assertThrowsFiregate(.aborted, contains: "contention") {
-            try await db.commit([set("c/a", ["n": .integer(2)])], transaction: tx)
+        let started = ContinuousClock.now
+        await assertThrowsFiregate(.aborted, contains: "Too much contention") {
+            _ = try await db.commit([set("c/a", ["n": .integer(5)])])
         }
-        XCTAssertEqual(try db.get(rpath("c/a")).value?.fields, ["n": .integer(5)])
+        XCTAssertGreaterThanOrEqual(ContinuousClock.now - started, DocumentDatabase.lockWait)
+        // The fast paths hand such a write to `commit`, which waits.
+        XCTAssertTrue(db.holdsLocks(on: [set("c/a", [:])]))
+        XCTAssertThrowsError(try db.beginCommit([set("c/a", [:])]))
+        _ = try await db.commit([set("c/a", ["n": .integer(2)])], transaction: tx)
+        XCTAssertEqual(try db.get(rpath("c/a")).value?.fields, ["n": .integer(2)])
+        XCTAssertFalse(db.holdsLocks(on: [set("c/a", [:])]))
     }
 
-    func testCreationOfADocumentReadAsMissingAborts() async throws {
+    func testAWriteWaitsOnlyUntilTheHolderEnds() async throws {
+        let db = try memoryDatabase()
+        _ = try await db.commit([set("c/a", ["n": .integer(1)])])
+        let tx = try db.beginTransaction(.readWrite(retrying: nil))
+        _ = try db.get(rpath("c/a"), consistency: .transaction(tx))
+        let started = ContinuousClock.now
+        async let outside = db.commit([set("c/a", ["n": .integer(9)])])
+        try await Task.sleep(for: .milliseconds(300))
+        _ = try await db.commit([set("c/a", ["n": .integer(2)])], transaction: tx)
+        _ = try await outside
+        XCTAssertLessThan(ContinuousClock.now - started, DocumentDatabase.lockWait)
+        XCTAssertEqual(try db.get(rpath("c/a")).value?.fields, ["n": .integer(9)], "the waiting write lands after the holder's")
+    }
+
+    func testADocumentReadAsMissingIsLockedToo() async throws {
         let db = try memoryDatabase()
         let tx = try db.beginTransaction(.readWrite(retrying: nil))
         XCTAssertNil(try db.batchGet([rpath("c/a")], consistency: .transaction(tx)).value[0].1)
-        _ = try await db.commit([set("c/a", [:])])
-        await assertThrowsFiregate(.aborted) { try await db.commit([set("c/b", [:])], transaction: tx) }
-        XCTAssertNil(try db.get(rpath("c/b")).value)
+        await assertThrowsFiregate(.aborted) { _ = try await db.commit([set("c/a", [:])]) }
+        let results = try await db.batchWrite([set("c/a", [:]), set("c/b", [:])])
+        XCTAssertEqual(results.map { (try? $0.get()) == nil }, [true, false], "the held write fails alone")
+        _ = try await db.commit([set("c/a", ["by": .string("tx")])], transaction: tx)
+        XCTAssertEqual(try db.get(rpath("c/a")).value?.fields, ["by": .string("tx")])
     }
 
-    func testQueryReadsAreTracked() async throws {
+    func testQueryReadsLockWhatTheyReturn() async throws {
         let db = try memoryDatabase()
         _ = try await db.commit([set("c/a", ["n": .integer(1)])])
         let started = try db.runQuery(Query(collectionID: "c"), consistency: .newTransaction(.readWrite(retrying: nil)))
         let tx = try XCTUnwrap(started.transaction)
         XCTAssertEqual(started.value.documents.count, 1)
+        await assertThrowsFiregate(.aborted) { _ = try await db.commit([delete("c/a")]) }
+        _ = try await db.commit([], transaction: tx)
         _ = try await db.commit([delete("c/a")])
-        await assertThrowsFiregate(.aborted) { try await db.commit([], transaction: tx) }
+    }
+
+    func testTheOlderTransactionWinsAndARetryKeepsItsAge() async throws {
+        let db = try memoryDatabase()
+        _ = try await db.commit([set("c/a", ["n": .integer(0)])])
+        let older = try db.beginTransaction(.readWrite(retrying: nil))
+        let younger = try db.beginTransaction(.readWrite(retrying: nil))
+        for tx in [older, younger] { _ = try db.get(rpath("c/a"), consistency: .transaction(tx)) }
+        let started = ContinuousClock.now
+        _ = try await db.commit([set("c/a", ["n": .integer(1)])], transaction: older)
+        XCTAssertLessThan(ContinuousClock.now - started, .seconds(1), "the older one does not wait for the younger")
+        await assertThrowsFiregate(.aborted, contains: "contention") { _ = try db.get(rpath("c/a"), consistency: .transaction(younger)) }
+        await assertThrowsFiregate(.aborted, contains: "contention") { _ = try await db.commit([set("c/a", [:])], transaction: younger) }
+        // Begun after `younger`, `newest` is younger than its retry, which keeps younger's age.
+        let newest = try db.beginTransaction(.readWrite(retrying: nil))
+        let retry = try db.beginTransaction(.readWrite(retrying: younger))
+        for tx in [newest, retry] { _ = try db.get(rpath("c/a"), consistency: .transaction(tx)) }
+        _ = try await db.commit([set("c/a", ["n": .integer(2)])], transaction: retry)
+        await assertThrowsFiregate(.aborted) { _ = try await db.commit([set("c/a", [:])], transaction: newest) }
+        XCTAssertEqual(try db.get(rpath("c/a")).value?.fields, ["n": .integer(2)])
     }
 
     func testUnrelatedChangeDoesNotAbort() async throws {
@@ -147,7 +190,9 @@ final class DocumentDatabaseTransactionTests: XCTestCase {
         _ = try await db.commit([set("c/a", ["n": .integer(1)])])
         let tx = try db.beginTransaction(.readWrite(retrying: nil))
         _ = try db.get(rpath("c/a"), consistency: .transaction(tx))
+        let started = ContinuousClock.now
         _ = try await db.commit([set("c/other", [:])])
+        XCTAssertLessThan(ContinuousClock.now - started, .seconds(1), "a write to another document does not wait")
         _ = try await db.commit([set("c/a", ["n": .integer(2)])], transaction: tx)
         XCTAssertEqual(try db.get(rpath("c/a")).value?.fields, ["n": .integer(2)])
     }

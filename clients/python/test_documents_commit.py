@@ -4,6 +4,8 @@ atomicity, limits) and transactions (beginTransaction, rollback, read-write, rea
 import base64
 import math
 
+import time
+
 import pytest
 
 from docs_support import (Fs, assert_client_error, assert_error, assert_ts, check_document, enc, fields,
@@ -358,27 +360,46 @@ def test_read_write_transaction_commits(fs):
     assert fs.get_ok("acct/b")["fields"] == fields({"balance": 30})
 
 
-def test_read_write_transaction_aborts_when_read_document_changed(fs):
+def test_a_read_locks_the_document_against_writes_from_outside(fs):
+    """Production's server-side transactions lock what they read (docs/transactions.md)."""
     fs.set("c/d", {"n": 1})
     tx = begin(fs)
     assert fs.get_ok("c/d", transaction=tx)["fields"] == fields({"n": 1})
-    # Someone else changes the document the transaction read...
-    outside = ok(fs.commit([w_update(fs.name("c/d"), {"n": 50})], timeout=15))
-    # ...so committing the transaction fails with ABORTED and writes nothing.
-    r = fs.commit([w_update(fs.name("c/d"), {"n": 2}), w_update(fs.name("c/other"), {"x": 1})], transaction=tx)
-    assert_error(r, 409, "ABORTED")
+    # Someone else's write waits for the lock, then gives up and changes nothing...
+    started = time.monotonic()
+    assert_error(fs.commit([w_update(fs.name("c/d"), {"n": 50})], timeout=15), 409, "ABORTED")
+    assert time.monotonic() - started >= 1.9
+    assert fs.get_ok("c/d")["fields"] == fields({"n": 1})
+    # ...and the transaction commits what it read.
+    res = ok(fs.commit([w_update(fs.name("c/d"), {"n": 2}), w_update(fs.name("c/other"), {"x": 1})], transaction=tx))
     doc = fs.get_ok("c/d")
-    assert doc["fields"] == fields({"n": 50}) and doc["updateTime"] == outside["commitTime"]
-    assert not fs.exists("c/other")
+    assert doc["fields"] == fields({"n": 2}) and doc["updateTime"] == res["commitTime"]
+    assert fs.exists("c/other")
+
+
+def test_a_write_waits_for_the_lock_and_lands_when_it_is_released(fs):
+    from concurrent.futures import ThreadPoolExecutor
+    fs.set("c/d", {"n": 1})
+    tx = begin(fs)
+    fs.get_ok("c/d", transaction=tx)
+    with ThreadPoolExecutor(1) as pool:
+        outside = pool.submit(lambda: fs.commit([w_update(fs.name("c/d"), {"n": 50})], timeout=15))
+        time.sleep(0.3)
+        assert not outside.done()
+        ok(fs.rollback(tx))
+        ok(outside.result())
+    assert fs.get_ok("c/d")["fields"] == fields({"n": 50})
 
 
 def test_retry_after_abort_with_retry_transaction(fs):
     fs.set("c/d", {"n": 1})
-    tx = begin(fs)
-    fs.get_ok("c/d", transaction=tx)
-    ok(fs.commit([w_update(fs.name("c/d"), {"n": 10})], timeout=15))
-    assert_error(fs.commit([w_update(fs.name("c/d"), {"n": 2})], transaction=tx), 409, "ABORTED")
-    retry = begin(fs, {"readWrite": {"retryTransaction": tx}})
+    older, younger = begin(fs), begin(fs)
+    fs.get_ok("c/d", transaction=younger)
+    fs.get_ok("c/d", transaction=older)
+    # The older transaction's commit aborts the younger, which holds a lock it needs.
+    ok(fs.commit([w_update(fs.name("c/d"), {"n": 10})], transaction=older, timeout=15))
+    assert_error(fs.commit([w_update(fs.name("c/d"), {"n": 2})], transaction=younger), 409, "ABORTED")
+    retry = begin(fs, {"readWrite": {"retryTransaction": younger}})
     cur = fs.get_ok("c/d", transaction=retry)
     n = int(cur["fields"]["n"]["integerValue"])
     ok(fs.commit([w_update(fs.name("c/d"), {"n": n + 1})], transaction=retry))
@@ -395,24 +416,22 @@ def test_competing_transactions_first_commit_wins(fs):
     assert fs.get_ok("c/d")["fields"] == fields({"n": 1})
 
 
-def test_read_write_transaction_aborts_when_missing_document_appeared(fs):
+def test_a_document_read_as_missing_is_locked_too(fs):
     tx = begin(fs)
     assert_error(fs.get("c/d", transaction=tx), 404, "NOT_FOUND")
-    ok(fs.commit([w_update(fs.name("c/d"), {"by": "other"})], timeout=15))
-    r = fs.commit([w_update(fs.name("c/d"), {"by": "tx"})], transaction=tx)
-    assert_error(r, 409, "ABORTED")
-    assert fs.get_ok("c/d")["fields"] == fields({"by": "other"})
+    assert_error(fs.commit([w_update(fs.name("c/d"), {"by": "other"})], timeout=15), 409, "ABORTED")
+    ok(fs.commit([w_update(fs.name("c/d"), {"by": "tx"})], transaction=tx))
+    assert fs.get_ok("c/d")["fields"] == fields({"by": "tx"})
 
 
-def test_read_write_transaction_aborts_when_queried_document_changed(fs):
+def test_a_query_in_a_transaction_locks_the_documents_it_returns(fs):
     fs.set_many({"q/a": {"n": 1}, "q/b": {"n": 2}})
     tx = begin(fs)
     arr = ok(fs.run_query({"from": [{"collectionId": "q"}]}, transaction=tx))
     assert [e["document"]["name"] for e in arr if "document" in e] == [fs.name("q/a"), fs.name("q/b")]
-    ok(fs.commit([w_update(fs.name("q/b"), {"n": 20})], timeout=15))
-    r = fs.commit([w_update(fs.name("q/a"), {"n": 3})], transaction=tx)
-    assert_error(r, 409, "ABORTED")
-    assert fs.get_ok("q/a")["fields"] == fields({"n": 1})
+    assert_error(fs.commit([w_update(fs.name("q/b"), {"n": 20})], timeout=15), 409, "ABORTED")
+    ok(fs.commit([w_update(fs.name("q/a"), {"n": 3})], transaction=tx))
+    assert fs.get_ok("q/a")["fields"] == fields({"n": 3}) and fs.get_ok("q/b")["fields"] == fields({"n": 2})
 
 
 def test_read_write_transaction_unaffected_by_unrelated_writes(fs):
@@ -538,7 +557,12 @@ def test_concurrent_read_modify_write_transactions_serialise(fs):
         while done < 5:
             options = {"readWrite": {"retryTransaction": previous}} if previous else {"readWrite": {}}
             tx = ok(f.begin(options))["transaction"]
-            n = int(f.get_ok("c/counter", transaction=tx)["fields"]["n"]["integerValue"])
+            read = f.get("c/counter", transaction=tx)
+            if read.status_code != 200:  # aborted by an older transaction's commit
+                assert_error(read, 409, "ABORTED")
+                previous = tx
+                continue
+            n = int(read.json()["fields"]["n"]["integerValue"])
             r = f.commit([w_update(f.name("c/counter"), {"n": n + 1})], transaction=tx, timeout=30)
             if r.status_code == 200:
                 done += 1

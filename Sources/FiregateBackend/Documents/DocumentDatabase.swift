@@ -164,45 +164,6 @@ public final class DocumentDatabase: Sendable {
     /// Whether the state is being reloaded after a storage failure (commits are refused).
     public var isRecovering: Bool { state.withLock { $0.recovering } }
 
-    // MARK: Transactions
-
-    public func beginTransaction(_ options: TransactionOptions) throws(FiregateError) -> String {
-        try state.withLock { state throws(FiregateError) in try begin(options, in: &state) }
-    }
-
-    public func rollback(_ transaction: String) throws(FiregateError) {
-        try state.withLock { state throws(FiregateError) in
-            guard state.transactions.removeValue(forKey: transaction) != nil else {
-                throw DocumentDatabase.invalidTransaction
-            }
-        }
-    }
-
-    static let transactionLifetimeMicros: Int64 = 270 * 1_000_000
-
-    static let invalidTransaction = FiregateError.invalidArgument("The referenced transaction has expired or is no longer valid.")
-    static let contention = FiregateError.aborted("Aborted due to cross-transaction contention. This occurs when multiple transactions attempt to access the same data, requiring Firestore to abort at least one in order to enforce serializability.")
-
-    func begin(_ options: TransactionOptions, in state: inout DatabaseState) throws(FiregateError) -> String {
-        var bytes = [UInt8](repeating: 0, count: 16)
-        var generator = SystemRandomNumberGenerator()
-        for i in bytes.indices { bytes[i] = UInt8.random(in: 0...255, using: &generator) }
-        let txID = Base64.encode(bytes)
-        let now = clock.now()
-        // Production expires a transaction after 270 s; abandoned ones must not pile up.
-        let horizon = now.microseconds - DocumentDatabase.transactionLifetimeMicros
-        state.transactions = state.transactions.filter { $0.value.startedAt.microseconds >= horizon }
-        switch options {
-        case .readOnly(let readTime):
-            if let readTime { try checkReadable(readTime, in: state) }
-            state.transactions[txID] = TransactionState(id: txID, readOnly: true, readTime: readTime ?? now, startedAt: now)
-        case .readWrite(let retrying):
-            if let retrying { state.transactions[retrying] = nil }
-            state.transactions[txID] = TransactionState(id: txID, readOnly: false, readTime: nil, startedAt: now)
-        }
-        return txID
-    }
-
     /// What snapshot a read sees and which transaction (if any) records it.
     struct Snapshot {
         var time: Timestamp?
@@ -220,6 +181,7 @@ public final class DocumentDatabase: Sendable {
             return Snapshot(time: time, readTime: time)
         case .transaction(let txID):
             guard let tx = state.transactions[txID] else { throw DocumentDatabase.invalidTransaction }
+            if tx.aborted { throw DocumentDatabase.contention }
             if tx.readOnly { return Snapshot(time: tx.readTime, readTime: tx.readTime!) }
             return Snapshot(time: nil, readTime: clock.now(), recordingTransaction: txID)
         case .newTransaction(let options):
@@ -277,7 +239,11 @@ public final class DocumentDatabase: Sendable {
         }
         try Write.validateSequence(writes)
         defer { judge?.settle() }  // after the lock is released
-        let (result, signal) = try state.withLock { state throws(FiregateError) in try apply(writes, in: &state, companion: companion, judge: judge) }
+        let (result, signal) = try state.withLock { state throws(FiregateError) in
+            // A document a transaction holds: the full path (`commit`) waits for it.
+            if !state.lockHolders(of: writes.map(\.path), except: nil).isEmpty { throw DocumentDatabase.lockTimeout }
+            return try apply(writes, in: &state, companion: companion, judge: judge)
+        }
         return PendingCommit(result: result, signal: signal)
     }
 
@@ -289,18 +255,26 @@ public final class DocumentDatabase: Sendable {
             throw .invalidArgument("A maximum of 500 writes allowed per request.")
         }
         try Write.validateSequence(writes)
-        let locked = Result { () throws(FiregateError) in try state.withLock { state throws(FiregateError) in
-            if let transaction {
-                guard let tx = state.transactions.removeValue(forKey: transaction) else { throw DocumentDatabase.invalidTransaction }
-                if tx.readOnly, !writes.isEmpty {
-                    throw .invalidArgument("Cannot modify entities in a read-only transaction.")
+        if let transaction, !writes.isEmpty, state.withLock({ $0.transactions[transaction]?.readOnly == true }) {
+            throw .invalidArgument("Cannot modify entities in a read-only transaction.")
+        }
+        let locked: Result<(CommitResult, DurabilitySignal), FiregateError>
+        do {
+            locked = .success(try await afterLocks(on: Set(writes.map(\.path)), transaction: transaction, timedOut: { state throws(FiregateError) in
+                if let transaction { state.transactions[transaction]?.abort() }
+                throw DocumentDatabase.lockTimeout
+            }) { state throws(FiregateError) in
+                if let transaction, let tx = state.transactions.removeValue(forKey: transaction) {
+                    // A write that bypassed the locks (a replica's, a restore) still aborts it.
+                    for (path, seen) in tx.reads where state.documents[path]?.document.updateTime != seen {
+                        throw DocumentDatabase.contention
+                    }
                 }
-                for (path, seen) in tx.reads where state.documents[path]?.document.updateTime != seen {
-                    throw DocumentDatabase.contention
-                }
-            }
-            return try apply(writes, in: &state, companion: companion, judge: judge, receipt: receipt)
-        } }
+                return try apply(writes, in: &state, companion: companion, judge: judge, receipt: receipt)
+            })
+        } catch {
+            locked = .failure(error)
+        }
         judge?.settle()  // after the lock is released
         let (result, signal) = try locked.get()
         do {
@@ -321,16 +295,20 @@ public final class DocumentDatabase: Sendable {
         for write in writes where !seen.insert(write.path).inserted {
             throw .invalidArgument("the same document cannot be written more than once in a single request")
         }
-        let pending = state.withLock { state in
+        // Each write waits for the transactions holding its document; when the wait runs out,
+        // the ones still held fail alone.
+        let applyEach = { (state: inout DatabaseState) -> [Result<(WriteResult, DurabilitySignal), FiregateError>] in
             writes.map { write -> Result<(WriteResult, DurabilitySignal), FiregateError> in
                 do throws(FiregateError) {
-                    let (result, signal) = try apply([write], in: &state, judge: judge)
+                    if !state.lockHolders(of: [write.path], except: nil).isEmpty { throw DocumentDatabase.lockTimeout }
+                    let (result, signal) = try self.apply([write], in: &state, judge: judge)
                     return .success((result.writeResults[0], signal))
                 } catch {
                     return .failure(error)
                 }
             }
         }
+        let pending = try await afterLocks(on: seen, transaction: nil, timedOut: applyEach, applyEach)
         judge?.settle()  // after the lock is released
         var results: [Result<WriteResult, FiregateError>] = []
         for item in pending {

@@ -231,8 +231,10 @@ final class GRPCFastPath: ChannelInboundHandler {
         // Whatever this path cannot decide goes to the full path, which answers it (errors too).
         guard !service.backend.rules.isActive, var call = calls[stream], let message = GRPCFastPath.singleMessage(call.body),
               let request = FastRequest(call.method, message, databases: databases) else { return handOver(stream, context: context) }
-        if case .commit(let database, _) = request {
+        if case .commit(let database, let writes) = request {
             remember(database.name, database)
+            // A document a transaction holds: the full path waits for the lock.
+            if service.database(database).holdsLocks(on: writes) { return handOver(stream, context: context) }
             // On replicas, a commit this replica may not own takes the full path, which forwards it.
             if let replicas = service.backend.replicas,
                !replicas.holdsLease(of: .documents(project: database.project, database: database.database)) {
