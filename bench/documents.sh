@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Documents-backend benchmarks (DESIGN.md §3), all on 127.0.0.1, each phase bounded in time:
+# Documents-backend benchmarks (docs/benchmarks.md), all on 127.0.0.1, each phase bounded in time:
 #
 #   (a) document GET over keep-alive HTTP with wrk, against a release firegate, as a ratio to nginx
 #       serving the very same document JSON as a static file in the same run.   target ≥ 0.9×

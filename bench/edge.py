@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Edge-client benchmarks (DESIGN.md §1.3), on 127.0.0.1, bounded in count and time.
+"""Edge-client benchmarks (docs/edge-clients.md), on 127.0.0.1, bounded in count and time.
 
 (1) Offline burst and reconnect. N edge clients (ids b0…b{N-1}, default settings), each with a
     listener on its own collection: `GET /clients/b{i}/v1/projects/{p}/databases/(default)/
@@ -20,7 +20,7 @@
 
 Usage: python3 bench/edge.py [--clients 500] [--writes 10] [--idle-clients 2000] [--in-memory]
 (FIREGATE_BIN defaults to .build/release/firegate; a debug build is refused unless --allow-debug.)
-DESIGN.md §3: quiesce < 1 s, an idle client < 4 KiB; bench/run judges them (BENCH_JSON=1 prints one
+docs/benchmarks.md: quiesce < 1 s, an idle client < 4 KiB; bench/run judges them (BENCH_JSON=1 prints one
 `@bench {json}` line per figure). This script prints figures. Exit status 0 when the run completed and every check held,
 1 when a check failed (a client that did not quiesce, missing documents), 2 when the run failed.
 """

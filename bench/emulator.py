@@ -7,7 +7,9 @@ Each figure is measured on both, one server after the other, in each round:
   get        document GET, keep-alive, wrk with 32 connections for --seconds
   commit     one-document commits (each a new document), wrk with 32 connections for --seconds
   query      runQuery over 10 000 documents (== on a field, orderBy, limit 10), median of 20
-  rss        resident memory after that load (the emulator's JVM process tree)
+  rss        resident memory of a fresh process of each (the emulator's JVM process tree) after
+             the same requests: 1 000 one-document commits and GETs, the 10 000 documents and the
+             queries below (after the rate phases the faster server would hold far more documents)
   listen     1 000 gRPC Listen streams on one document (50 HTTP/2 connections, as
              bench/firestore_grpc.py opens them): a commit's start to each stream's receipt,
              p50 and p99 over --commits commits
@@ -32,6 +34,8 @@ import subprocess
 import sys
 import time
 import urllib.request
+
+import requests
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -108,6 +112,20 @@ class Side:
                                                                        "fields": {"n": {"integerValue": "1"}}}}]})
             figures["get"] = wrk(f"{self.base}{ROOT}/c/d", seconds)
             figures["commit"] = wrk(f"{self.base}{ROOT}:commit", seconds, os.path.join(HERE, "commit.lua"), (PROJECT, "commits", "200"))
+        finally:
+            self.stop()
+        # The rates above leave the faster server with a hundred times the documents: memory is
+        # compared on a fresh process of each after the same requests (the documents below, 1 000
+        # one-document commits and 1 000 GETs of them, the queries).
+        self.start()
+        try:
+            session = requests.Session()
+            for i in range(1000):
+                name = f"projects/{PROJECT}/databases/(default)/documents/commits/c{i}"
+                assert session.post(f"{self.base}{ROOT}:commit", json={"writes": [{"update": {"name": name, "fields": {
+                    "n": {"integerValue": str(i)}, "payload": {"stringValue": "x" * 200}}}}]}, timeout=60).status_code == 200
+            for i in range(1000):
+                assert session.get(f"{self.base}{ROOT}/commits/c{i}", timeout=60).status_code == 200
             for batch in range(20):
                 _post(self.base, f"{ROOT}:commit", {"writes": [
                     {"update": {"name": f"projects/{PROJECT}/databases/(default)/documents/q/d{batch * 500 + i}",

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""bench/firestore_grpc.py — Firestore over gRPC against the same server's REST (DESIGN §3), on 127.0.0.1:
+"""bench/firestore_grpc.py — Firestore over gRPC against the same server's REST (docs/benchmarks.md), on 127.0.0.1:
 
   (a) unary GetDocument over gRPC vs REST GET of the same document: h2load drives both, h2c for
       gRPC and HTTP/1.1 (--h1) for REST, same connections and duration, in alternating rounds

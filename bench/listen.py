@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""SSE listen fan-out benchmarks (DESIGN.md §3), all on 127.0.0.1, bounded in count and time:
+"""SSE listen fan-out benchmarks (docs/benchmarks.md), all on 127.0.0.1, bounded in count and time:
 
   (a) N concurrent SSE listeners on one document (`…/documents/fan/doc:listen`); C commits, one
       at a time, each changing the document. Latency of one delivery = the kernel's receive time of
@@ -16,7 +16,7 @@
       moves one document, so every listener gets a `modified` change and the full result).
                                                                             target p99 < 25 ms
   (c) S idle streams (single-document listens) on a fresh server: its resident memory
-      (/proc/<pid>/status VmRSS) before and after, and per stream.    target S=10 000 < 64 MB (DESIGN §3, raised from 200)
+      (/proc/<pid>/status VmRSS) before and after, and per stream.    target S=10 000 < 64 MB (docs/benchmarks.md)
 
 The server is started by this script (release build only; `--allow-debug` to try the script on a
 debug build — its figures mean nothing) with RLIMIT_NOFILE raised to the hard limit, on a data dir
@@ -325,7 +325,7 @@ async def main(args) -> int:
     if len(phases & {"a", "b", "c"}) == 3 and args.listeners >= 1000 and args.idle >= 10000:
         log("all targets met" if ok else "TARGETS MISSED")
     else:
-        log("(reduced counts: not the DESIGN.md §3 figures)")
+        log("(reduced counts: not the docs/benchmarks.md figures)")
     return 0 if ok else 1
 
 

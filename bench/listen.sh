@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# SSE listen fan-out benchmarks (DESIGN.md §3): see bench/listen.py for what is measured.
+# SSE listen fan-out benchmarks (docs/benchmarks.md): see bench/listen.py for what is measured.
 #
 # Usage: bench/listen.sh [listen.py options]     (FIREGATE_BIN defaults to .build/release/firegate)
 #   e.g. bench/listen.sh                          full run: 1 000 listeners x 20 commits, 10 000 idle streams

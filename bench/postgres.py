@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Firegate on PostgreSQL (`--store`, DESIGN §1.8): durable single-document commits over HTTP
+"""Firegate on PostgreSQL (`--store`, docs/replicas.md): durable single-document commits over HTTP
 against a plain one-row-per-transaction loop on the same PostgreSQL.
 
   firegate  wrk, 64 connections, each request a one-write :commit creating a new document; the

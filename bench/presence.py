@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Tree-edge benchmarks (DESIGN.md §1.3, issue "tree edge"), on 127.0.0.1, bounded in count and time.
+"""Tree-edge benchmarks (docs/edge-clients.md, the tree through a client), on 127.0.0.1, bounded in count and time.
 
 (1) onDisconnect storm. N edge clients (ids p0…p{N-1}) each run the presence recipe: write
     `presence/p{i} = true` (`PUT /clients/p{i}/presence/p{i}.json?waitFor=ack`) and register

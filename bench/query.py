@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""runQuery latency over a 10 000-document collection (DESIGN.md §3 sets no target: reported).
+"""runQuery latency over a 10 000-document collection (no target: reported).
 
 One server (release build, on a data dir under bench/out, 127.0.0.1). Set-up: D documents (default
 10 000) in `items`, committed 500 a commit: `items/d{i:05}` with `kind` = "k{i % 100:02}",

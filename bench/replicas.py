@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Two replicas on one PostgreSQL (DESIGN §1.8): how fast a commit on the owner reaches the
+"""Two replicas on one PostgreSQL (docs/replicas.md): how fast a commit on the owner reaches the
 listeners of a follower, and how long writes stop when the owner dies.
 
   (a) fan-out across replicas: 1 000 SSE listeners on replica B on one document, commits made on

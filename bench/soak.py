@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""A mixed soak (DESIGN.md §3: "5-minute mixed soak: zero errors, resident memory flat after
+"""A mixed soak (docs/benchmarks.md: "5-minute mixed soak: zero errors, resident memory flat after
 warm-up"), on 127.0.0.1, bounded in count and time.
 
 One durable server (a data dir under bench/out) carries, for --seconds (default 300):

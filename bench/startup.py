@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Start-to-healthy time (DESIGN §3: < 50 ms, also with 100 000 documents on disk): starts the
+"""Start-to-healthy time (docs/benchmarks.md: < 50 ms, also with 100 000 documents on disk): starts the
 release binary N times, in memory, on an empty data directory and on one holding documents, and
 reports the time from exec to the first `/healthz` 200. Stored documents load in the background,
 so with documents on disk it also reports the time from exec to the first document read (no

@@ -1,7 +1,7 @@
 import FiregateBackend
 import FiregateModel
 
-/// Scripted watch (DESIGN §1.3): the test, not the backend, says what watch tells this client.
+/// Scripted watch (docs/edge-clients.md): the test, not the backend, says what watch tells this client.
 /// The remote side is `ScriptedWatch` (targets, stream, aggregator) and `LimboResolutions`;
 /// this is the client's part of the SDK's sync engine and local store for it — listens go to
 /// the script, snapshots enter the cache and the views, limbo documents get their lookups.

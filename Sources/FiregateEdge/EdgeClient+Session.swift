@@ -83,7 +83,7 @@ extension EdgeClient {
     }
 
     /// A stream of the client's ended: an open stream is activity until it closes, so the
-    /// heartbeat's silence counts from now (DESIGN §1.3, `heartbeatTimeoutMs`).
+    /// heartbeat's silence counts from now (docs/edge-clients.md, `heartbeatTimeoutMs`).
     public func noteStreamClosed() {
         heartbeat.lastActivityMicros = max(heartbeat.lastActivityMicros, backend.clock.nowMicros())
     }

@@ -25,7 +25,7 @@ public final class EdgeClients: Sendable {
         }
     }
 
-    /// Stops clients another replica has taken over (DESIGN §1.8): their listeners end
+    /// Stops clients another replica has taken over (docs/replicas.md): their listeners end
     /// UNAVAILABLE and they send nothing more; what they persisted stays, for the new owner.
     public func relinquish(_ ids: [String]) async {
         let removed = clients.withLock { clients in ids.compactMap { clients.removeValue(forKey: $0) } }

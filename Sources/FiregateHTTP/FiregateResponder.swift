@@ -5,7 +5,7 @@ import HTTPTypes
 import Hummingbird
 import Logging
 
-/// Routes every request by the shape of its path (DESIGN §1): `/clients/…` → edge,
+/// Routes every request by the shape of its path (docs/architecture.md): `/clients/…` → edge,
 /// `/v1/projects/…` → documents, `/emulator/…`, `/healthz` and `/metrics` → operations,
 /// `/google.firestore.v1.Firestore/…/channel` → WebChannel streams, `….json` → tree, anything else → the dashboard's files. Every request is counted, timed
 /// and logged (one line at `debug`) here.

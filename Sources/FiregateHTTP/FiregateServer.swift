@@ -29,7 +29,7 @@ public struct ServerConfiguration: Sendable {
     public var tlsKeyPath: String?
     /// Off, every HTTP/1.1 request takes the full (Hummingbird) path: for tests that compare the two.
     public var fastPath = true
-    /// `--store`: a PostgreSQL URL keeps documents and the tree there (DESIGN §1.8); nil keeps
+    /// `--store`: a PostgreSQL URL keeps documents and the tree there (docs/replicas.md); nil keeps
     /// them in SQLite under `dataDirectory`.
     public var store: String?
     /// This replica's name among those sharing the PostgreSQL store (default host:port).
@@ -130,7 +130,7 @@ public enum FiregateServer {
     /// side (see `ConnectionFastPath`, `UnparsableRequestAnswer`, `LingeringClose`).
     ///
     /// A connection that opens with the HTTP/2 preface is HTTP/2 instead: its gRPC calls go to
-    /// Firestore's gRPC service, its other requests to the same responder (DESIGN §1).
+    /// Firestore's gRPC service, its other requests to the same responder (docs/architecture.md).
     static func oneProtocolPerConnection(_ responder: FiregateResponder, fastPath: Bool = true) -> HTTPServerBuilder {
         let documents = responder.documents, metrics = responder.metrics, logger = responder.logger
         let sockets = RealtimeSockets(backend: documents.backend, registry: responder.operations.connections)

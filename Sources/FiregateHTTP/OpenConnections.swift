@@ -3,7 +3,7 @@ import Synchronization
 
 /// Runs what connections need a task for, and keeps Hummingbird's server running until its
 /// connections have closed — without a task per connection (a task keeps its frames for the
-/// connection's whole life, and idle connections are many: DESIGN §3).
+/// connection's whole life, and idle connections are many: docs/benchmarks.md).
 ///
 /// Hummingbird's server returns once every `handle` it started has returned, and a graceful
 /// shutdown first closes the listening socket, then asks each connection to quiesce. So the

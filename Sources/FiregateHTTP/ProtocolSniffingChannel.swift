@@ -4,14 +4,14 @@ import Logging
 import NIOCore
 import NIOHTTP2
 
-/// One port for HTTP/1.1, gRPC and the Realtime Database's sockets (DESIGN §1): a connection
+/// One port for HTTP/1.1, gRPC and the Realtime Database's sockets (docs/architecture.md): a connection
 /// that opens with the HTTP/2 client preface is served as HTTP/2 (h2c with prior knowledge, or
 /// `h2` after TLS's ALPN, since TLS wraps this channel); one that opens with `GET /.ws` becomes a
 /// socket on a pipeline of its own (no HTTP/1.1 handlers and no task kept: idle sockets are
 /// many); anything else goes to the HTTP/1.1 channel with its fast path, unchanged.
 ///
 /// Hummingbird has no builder for HTTP/1.1 and h2c on one plaintext port, and grpc-swift's
-/// transport owns its listening socket (reference/grpc-firestore.md §4), so the choice is made
+/// transport owns its listening socket (docs/wire/grpc.md, Transport), so the choice is made
 /// here: nothing can be read in `setup`, so a handler looks at the first bytes, installs the
 /// chosen pipeline, replays what it buffered and removes itself.
 struct ProtocolSniffingChannel: ServerChildChannel {
@@ -39,7 +39,7 @@ struct ProtocolSniffingChannel: ServerChildChannel {
     }
 
     /// Nothing to wait for per connection: a connection's task would keep its frames for the
-    /// connection's whole life, and idle connections are many (DESIGN §3's idle-stream memory).
+    /// connection's whole life, and idle connections are many (docs/benchmarks.md, idle streams).
     /// Tasks start only where a protocol needs one (an HTTP/2 stream the gRPC fast path hands
     /// over, Hummingbird's HTTP/1.1 loop once the fast path hands over); shutdown reaches every
     /// connection through its pipeline, and `OpenConnections` keeps the server until they closed.

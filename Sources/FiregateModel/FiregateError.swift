@@ -95,7 +95,7 @@ public struct FiregateError: Error, Sendable, Equatable, CustomStringConvertible
     public var httpStatus: Int { httpStatusOverride ?? status.httpStatus }
 
     /// An edge client in the wrong lifecycle state for the call (terminated, started, not
-    /// terminated): FAILED_PRECONDITION answered with 412, as DESIGN §1.3 specifies.
+    /// terminated): FAILED_PRECONDITION answered with 412, as docs/edge-clients.md says.
     public static func clientState(_ message: String) -> FiregateError {
         FiregateError(.failedPrecondition, message, httpStatus: 412)
     }

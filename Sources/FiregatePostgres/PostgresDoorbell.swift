@@ -4,7 +4,7 @@ import Logging
 import PostgresNIO
 import Synchronization
 
-/// NOTIFY as a doorbell (reference/scale-out.md §1.4): the owner rings `firegate` after a commit
+/// NOTIFY as a doorbell (docs/replicas.md): the owner rings `firegate` after a commit
 /// with the scope and its new `seq`; a follower that hears it polls the log at once instead of at
 /// its next 250 ms tick. Only a doorbell: a lost notification (the LISTEN connection dropped,
 /// the replica was busy) costs latency, never a change, since the tail polls anyway. The

@@ -2,7 +2,7 @@ import FiregateModel
 import FiregateStore
 import PostgresNIO
 
-/// Edge clients owned by one replica (`fg_client_owner`, DESIGN §1.8): the first replica a
+/// Edge clients owned by one replica (`fg_client_owner`, docs/replicas.md): the first replica a
 /// client's request reaches claims it; another takes it over only once the owner's heartbeat is
 /// older than a lease (the restart path then restores it from the store).
 extension PostgresStore {

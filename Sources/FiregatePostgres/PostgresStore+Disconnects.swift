@@ -3,7 +3,7 @@ import FiregateStore
 import Foundation
 import PostgresNIO
 
-/// onDisconnect operations that outlive their replica (`fg_ondisconnect`, DESIGN §1.8): each
+/// onDisconnect operations that outlive their replica (`fg_ondisconnect`, docs/replicas.md): each
 /// open connection's registered operations are kept in the store as they change; when a replica
 /// dies, the first live replica to renew after its heartbeat is a lease old claims them (one
 /// UPDATE … RETURNING that makes the rows its own, so one replica gets each set) and runs them.

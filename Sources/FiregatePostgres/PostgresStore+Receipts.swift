@@ -2,7 +2,7 @@ import FiregateModel
 import FiregateStore
 import PostgresNIO
 
-/// Edge clients' queued writes committed for another replica (`fg_edge_receipts`, DESIGN §1.8):
+/// Edge clients' queued writes committed for another replica (`fg_edge_receipts`, docs/replicas.md):
 /// the commit that applies one removes it from the client's stored queue and stores its answer,
 /// in the commit's transaction and only while the sender's epoch is the client's owner epoch
 /// (`QueuedWriteReceipt`). So a write sent again — its answer lost, or its replica dead and the

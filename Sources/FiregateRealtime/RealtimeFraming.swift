@@ -1,4 +1,4 @@
-/// The WebSocket framing of the Realtime Database protocol (rtdb-websocket-protocol §2): a
+/// The WebSocket framing of the Realtime Database protocol (docs/wire/realtime-database.md, Framing): a
 /// JSON message longer than 16 384 characters travels as a count message (`"3"`) and then that
 /// many pieces, joined by the reader. Characters are JavaScript's (UTF-16 code units).
 public enum RealtimeFraming {

@@ -1,7 +1,7 @@
 import FiregateModel
 
-/// One whole message from a client, read from its JSON envelope (rtdb-websocket-protocol
-/// §2–4): a request to answer, a control message, or something that cannot be answered.
+/// One whole message from a client, read from its JSON envelope (docs/wire/realtime-database.md:
+/// Framing, Control messages, Requests): a request to answer, a control message, or something that cannot be answered.
 public enum RealtimeInbound: Sendable, Equatable {
     /// `{"t":"d","d":{"r":n,"a":action,"b":body}}`: answered exactly once, under `number`.
     case request(number: Int64, action: String, body: JSON)

@@ -1,7 +1,7 @@
 import FiregateBackend
 import FiregateModel
 
-/// The messages a server sends (rtdb-websocket-protocol §3–5), as compact JSON. Values are
+/// The messages a server sends (docs/wire/realtime-database.md: Control messages to Server pushes), as compact JSON. Values are
 /// written in export form, so priorities reach the SDK as REST's `format=export` keeps them.
 public enum RealtimeOutbound {
     /// The hello: server time, protocol version, host and the session id the client sends back

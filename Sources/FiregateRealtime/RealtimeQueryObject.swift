@@ -1,6 +1,6 @@
 import FiregateModel
 
-/// A listen's or get's query object `q` (rtdb-websocket-protocol §4.1) read as a `TreeQuery`:
+/// A listen's or get's query object `q` (docs/wire/realtime-database.md, The query object) read as a `TreeQuery`:
 /// `i` the index (`.key`, `.value`, a child path; none is `.priority`), `sp`/`sn`/`sin` the
 /// start value, key and inclusiveness, `ep`/`en`/`ein` the end's, `l` the limit counted from
 /// the end `vf` names (`l` first, `r` last). The SDK's `[MIN_NAME]`/`[MAX_NAME]` keys stand for

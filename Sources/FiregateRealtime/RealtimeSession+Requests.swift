@@ -1,7 +1,7 @@
 import FiregateBackend
 import FiregateModel
 
-/// The requests a client makes (rtdb-websocket-protocol §4), each answered once.
+/// The requests a client makes (docs/wire/realtime-database.md, Requests), each answered once.
 extension RealtimeSession {
     func answer(_ number: Int64, action: String, body: JSON) async {
         do {
@@ -239,7 +239,7 @@ extension RealtimeSession {
     }
 }
 
-/// The realtime wire's status for an error (the statuses the SDKs know, rtdb-websocket-protocol §4).
+/// The realtime wire's status for an error (the statuses the SDKs know, docs/wire/realtime-database.md, Requests).
 public enum RealtimeStatus {
     public static func code(for error: FiregateError) -> String {
         switch error.status {

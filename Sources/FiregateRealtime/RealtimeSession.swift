@@ -36,7 +36,7 @@ public struct RealtimeLimits: Sendable {
     public init() {}
 }
 
-/// One client connection speaking the Realtime Database protocol (rtdb-websocket-protocol):
+/// One client connection speaking the Realtime Database protocol (docs/wire/realtime-database.md):
 /// the one owner of its listens, its onDisconnect operations and its identity.
 ///
 /// Requests are answered one at a time in the order they came, each exactly once; the data a

@@ -1,4 +1,4 @@
-/// What the emulator reports when a ruleset loads (reference/security-rules.md C1): the parse,
+/// What the emulator reports when a ruleset loads (docs/wire/security-rules.md, Loading rules): the parse,
 /// then a check of names — every variable and function used is declared where it is used,
 /// calls have the right number of arguments, functions do not recurse (A4, A14), `let` only in
 /// version 2. Errors keep a ruleset from loading; warnings do not.

@@ -1,4 +1,4 @@
-/// One request as the rules see it (reference/security-rules.md A3, A9).
+/// One request as the rules see it (docs/wire/security-rules.md: Methods, request and resource).
 public struct FirestoreRulesRequest: Sendable {
     public var method: RulesMethod
     /// The target's full path: `databases/{d}/documents/…`.

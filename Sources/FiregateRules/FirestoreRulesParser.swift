@@ -1,4 +1,4 @@
-/// Parses a Firestore rules source (reference/security-rules.md A1–A6) into a `FirestoreRuleset`,
+/// Parses a Firestore rules source (docs/wire/security-rules.md: File and matching to Operators) into a `FirestoreRuleset`,
 /// or the issues that keep it from loading, each with its line and column.
 ///
 /// Recursive descent over `RulesLexer`'s tokens, one function per precedence level of A6; raw

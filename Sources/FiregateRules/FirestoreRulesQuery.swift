@@ -1,6 +1,6 @@
 import FiregateModel
 
-/// A query as `list` rules see it (reference/security-rules.md A11, "rules are not filters"):
+/// A query as `list` rules see it (docs/wire/security-rules.md, Queries: rules are not filters):
 /// the rule is judged once per disjunct of the query's filters, against what the filters prove
 /// about any document the query could return — an equality pins a field's value, a range bounds
 /// it, `in` and `OR` split into disjuncts that must each pass — and a field the query does not

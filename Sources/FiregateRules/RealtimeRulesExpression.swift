@@ -1,4 +1,4 @@
-/// A Realtime Database rule expression (reference/security-rules.md B3–B5): JavaScript-like,
+/// A Realtime Database rule expression (docs/wire/security-rules.md: Variables, Expressions): JavaScript-like,
 /// with `===`, regex literals for `matches`, `$location` variables and snapshot methods.
 public indirect enum RealtimeRulesExpression: Sendable {
     case null

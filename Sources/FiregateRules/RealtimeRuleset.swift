@@ -1,6 +1,6 @@
 import FiregateModel
 
-/// Realtime Database rules (reference/security-rules.md B1–B7): a tree of `.read`, `.write`,
+/// Realtime Database rules (docs/wire/security-rules.md, Realtime Database rules): a tree of `.read`, `.write`,
 /// `.validate` and `.indexOn` by location, each rule `true`/`false` or an expression, with one
 /// `$wildcard` child per level.
 public struct RealtimeRuleset: Sendable {

@@ -2,7 +2,7 @@ import FiregateModel
 import Synchronization
 
 /// What the expressions of a Firestore ruleset evaluated to, counted across every decision
-/// since it was loaded (reference/security-rules.md C4), and reported in the Firebase Rules
+/// since it was loaded (docs/wire/security-rules.md, Coverage), and reported in the Firebase Rules
 /// API's shape: an `ExpressionReport` per allow condition and function, `children` following
 /// the expression's structure, `values` with their counts.
 public final class RulesCoverage: Sendable {

@@ -34,7 +34,7 @@ public struct RecordedDocumentReader: RulesDocumentReader {
     }
 }
 
-/// The limits of one evaluation (reference/security-rules.md A10, A14).
+/// The limits of one evaluation (docs/wire/security-rules.md: Access calls, Limits).
 public struct RulesLimits: Sendable {
     public var accessCalls = 10
     public var expressions = 1_000

@@ -1,8 +1,8 @@
 import FiregateModel
 import Foundation
 
-/// Values as the Firebase Rules API and the Emulator UI show them (reference/security-rules.md
-/// C5): `{"stringValue": "x"}`, `{"mapValue": {"fields": …}}`, `{"pathValue": {"segments": …}}`.
+/// Values as the Firebase Rules API and the Emulator UI show them (docs/wire/security-rules.md,
+/// Types and values): `{"stringValue": "x"}`, `{"mapValue": {"fields": …}}`, `{"pathValue": {"segments": …}}`.
 /// Traces, coverage and the dry run all speak this shape.
 extension RulesValue {
     public var expressionValue: JSON {

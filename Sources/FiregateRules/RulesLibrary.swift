@@ -1,6 +1,6 @@
 import Foundation
 
-/// The standard library (reference/security-rules.md A8): methods on values, the `math`,
+/// The standard library (docs/wire/security-rules.md, Standard library): methods on values, the `math`,
 /// `duration`, `timestamp` and `latlng` namespaces, and the conversions.
 enum RulesLibrary {
     static let namespaces: Set<String> = ["math", "duration", "timestamp", "latlng"]

@@ -1,6 +1,6 @@
 import FiregateModel
 
-/// The engine's values as the rules see them (reference/security-rules.md A5, A9): documents
+/// The engine's values as the rules see them (docs/wire/security-rules.md: Types and values, request and resource): documents
 /// become resources, references become paths, geo points latlngs; tokens become `request.auth`.
 extension RulesValue {
     public init(_ value: Value) {

@@ -1,4 +1,4 @@
-/// The operators of the rules language (reference/security-rules.md A6) over values; a type
+/// The operators of the rules language (docs/wire/security-rules.md, Operators) over values; a type
 /// mismatch, a missing property, division by zero or an overflow is an error, with the
 /// emulator's wording where known.
 enum RulesOperators {

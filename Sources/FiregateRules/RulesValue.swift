@@ -1,4 +1,4 @@
-/// A value of the rules language (reference/security-rules.md A5): what expressions compute and
+/// A value of the rules language (docs/wire/security-rules.md, Types and values): what expressions compute and
 /// what documents and requests become.
 /// Only the rare cases are boxed: a whole-enum `indirect` allocated a box for every bool and
 /// string an evaluation produced.

@@ -34,14 +34,19 @@ struct SuiteRunner {
             logger.warning("Firegate does not emulate \(name): not started.")
         }
         if let export = server.exportOnExit { try SuiteOptions.refuseWorkingFolder(export) }
+        let requested = plan
         try choosePorts()
-        let main = plan.services[0]
-        let configuration = server.configuration(host: main.bindHost, port: main.port, project: plan.projectID, dataDirectory: server.dataDir)
+        var main = plan.services[0]
+        var configuration = server.configuration(host: main.bindHost, port: main.port, project: plan.projectID, dataDirectory: server.dataDir)
         // One Realtime Database under the names the parties use: the Admin SDK (FIREBASE_CONFIG's
         // databaseURL) and rules-unit-testing say `<project>`, client SDKs `<project>-default-rtdb`.
         let opened = try await server.open(configuration, firebaseJSON: firebaseJSON?.path,
                                            namespaceAliases: ["\(plan.projectID)-default-rtdb": plan.projectID],
                                            databaseTargets: plan.databaseTargets)
+        // An import can take seconds, in which another process may take a port chosen for us.
+        try chooseAgainIfTaken(requested)
+        main = plan.services[0]
+        configuration.port = main.port
 
         let (events, report) = AsyncStream<Event>.makeStream()
         var addresses: [(host: String, port: Int)] = []
@@ -98,6 +103,21 @@ struct SuiteRunner {
         // (a tenth of `exec --import` of 100 000 documents).
         fflush(nil)
         exit(status)
+    }
+
+    /// The ports chosen for us (port 0, the hub's default) that another process took meanwhile
+    /// are chosen again; those the configuration fixed stay (binding then names the port).
+    private mutating func chooseAgainIfTaken(_ requested: SuitePlan) throws {
+        var taken = plan.services.map(\.port) + [plan.hub.port]
+        func again(_ listener: inout SuitePlan.Listener, chosen: Bool) throws {
+            guard chosen, !PortProbe.isFree(host: listener.bindHost, port: listener.port) else { return }
+            repeat {
+                listener.port = try PortProbe.freePort(host: listener.bindHost)
+            } while taken.contains(listener.port)
+            taken.append(listener.port)
+        }
+        for i in plan.services.indices { try again(&plan.services[i], chosen: requested.services[i].port == 0) }
+        try again(&plan.hub, chosen: requested.hub.port == 0 || !requested.hub.configured)
     }
 
     /// Port 0 becomes a free port (so the command's variables name real ones); the hub's default

@@ -185,6 +185,27 @@ final class DocumentDatabaseTransactionTests: XCTestCase {
         XCTAssertEqual(try db.get(rpath("c/a")).value?.fields, ["n": .integer(2)])
     }
 
+    func testAnIdleTransactionExpiresAndReleasesItsLocks() async throws {
+        let clock = ServerClock()
+        let db = try DocumentBackend(storage: MemoryDocumentStorage(), clock: clock).database(testDB)
+        _ = try await db.commit([set("c/a", ["n": .integer(1)])])
+        let idle = try db.beginTransaction(.readWrite(retrying: nil))
+        let busy = try db.beginTransaction(.readWrite(retrying: nil))
+        _ = try db.get(rpath("c/a"), consistency: .transaction(idle))
+        clock.advance(byMicros: 40_000_000)
+        _ = try db.get(rpath("c/b"), consistency: .transaction(busy))
+        XCTAssertTrue(db.holdsLocks(on: [set("c/a", [:])]))
+        clock.advance(byMicros: 30_000_000)
+        // 70 s since `idle` read, 30 s since `busy` did: only `idle` has expired.
+        XCTAssertFalse(db.holdsLocks(on: [set("c/a", [:])]))
+        XCTAssertTrue(db.holdsLocks(on: [set("c/b", [:])]))
+        _ = try await db.commit([set("c/a", ["n": .integer(2)])])
+        await assertThrowsFiregate(.invalidArgument, contains: "expired or is no longer valid") {
+            _ = try await db.commit([set("c/a", [:])], transaction: idle)
+        }
+        _ = try await db.commit([set("c/b", [:])], transaction: busy)
+    }
+
     func testUnrelatedChangeDoesNotAbort() async throws {
         let db = try memoryDatabase()
         _ = try await db.commit([set("c/a", ["n": .integer(1)])])

@@ -103,7 +103,7 @@ final class AggregationTests: XCTestCase {
             // Default aliases count the unaliased aggregations only (the proto's own example).
             Aggregation(alias: "field_2", kind: .avg(fpath("m.x"))), Aggregation(alias: "field_3", kind: .count(upTo: 5)),
         ])
-        // The messages the client libraries' suites check for (reference/grpc-firestore.md §2).
+        // The messages the client libraries' suites check for (docs/wire/grpc.md, Errors).
         assertFiregateError(.invalidArgument, contains: "Aggregations can not be empty") { try Aggregation.parseList(nil) }
         assertFiregateError(.invalidArgument, contains: "Aggregations can not be empty") { try Aggregation.parseList(json("[]")) }
         assertFiregateError(.invalidArgument, contains: "maximum number of aggregations") { try Aggregation.parseList(json(#"[{"count":{}},{"count":{}},{"count":{}},{"count":{}},{"count":{}},{"count":{}}]"#)) }

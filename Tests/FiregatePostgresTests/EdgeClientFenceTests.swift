@@ -3,7 +3,7 @@ import FiregateModel
 import FiregateStore
 import XCTest
 
-/// The fence on edge caches (DESIGN §1.8): a replica that lost an edge client to another writes
+/// The fence on edge caches (docs/replicas.md): a replica that lost an edge client to another writes
 /// nothing more of its cache, even before its next renewal tells it so.
 final class EdgeClientFenceTests: XCTestCase {
     func testAReplicaThatLostAClientWritesNothingOfItsCache() async throws {

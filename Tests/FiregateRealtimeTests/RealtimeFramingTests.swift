@@ -1,7 +1,7 @@
 import FiregateRealtime
 import XCTest
 
-/// The 16 384-character framing, both ways (rtdb-websocket-protocol §2).
+/// The 16 384-character framing, both ways (docs/wire/realtime-database.md, Framing).
 final class RealtimeFramingTests: XCTestCase {
     func testShortMessagesGoWhole() {
         let message = Array(#"{"t":"d","d":{}}"#.utf8)

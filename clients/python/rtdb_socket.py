@@ -1,5 +1,5 @@
 """A Realtime Database protocol client of our own (the `websockets` package), written from
-reference/rtdb-websocket-protocol.md: the framing (16 384-character pieces behind a count),
+the protocol as docs/tree.md describes it: the framing (16 384-character pieces behind a count),
 requests with exactly one reply, server pushes, and the SDK's value hash.
 
 It keeps every frame it received (`frames`) so a test can check the framing itself, and every

@@ -122,7 +122,7 @@ def test_a_single_tab_persistence_refuses_a_second_tab(base_url, project):
     a = Tab(base_url, project, k, manager="single")
     assert a.opened.status_code == 200
     b = Tab(base_url, project, k)
-    assert b.opened.status_code == 412  # FAILED_PRECONDITION in an edge client's lifecycle: 412 (DESIGN §1.3)
+    assert b.opened.status_code == 412  # FAILED_PRECONDITION in an edge client's lifecycle: 412 (docs/edge-clients.md)
     error = b.opened.json()["error"]
     assert error["status"] == "FAILED_PRECONDITION"
     assert error["message"].startswith("Failed to obtain exclusive access to the persistence layer.")

@@ -1,9 +1,9 @@
-"""Firestore over gRPC (DESIGN §1.5), on the same port as the HTTP API.
+"""Firestore over gRPC (docs/wire/grpc.md), on the same port as the HTTP API.
 
 Two kinds of client: google-cloud-firestore pointed at Firegate with FIRESTORE_EMULATOR_HOST,
 as a team's existing suite would, and raw grpcio calls built from the client's own message
 classes, to check the Listen and Write stream protocols message by message
-(reference/grpc-firestore.md §3).
+(docs/wire/grpc.md, Listen).
 """
 import json
 import queue
@@ -476,7 +476,7 @@ def test_listen_and_write_streams_end_unavailable_when_the_server_stops(project,
 
 
 # ---------------------------------------------------------------------------------------------
-# Connections: a real client taken offline by the test (DESIGN §1.6)
+# Connections: a real client taken offline by the test (docs/documents.md)
 
 
 def connections(base_url, project=None):

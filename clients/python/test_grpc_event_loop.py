@@ -1,4 +1,4 @@
-"""gRPC calls the server answers on its event loop (GetDocument, Commit, Listen: DESIGN §1.5, §3)
+"""gRPC calls the server answers on its event loop (GetDocument, Commit, Listen: docs/wire/grpc.md, docs/benchmarks.md)
 behave exactly as the same calls served as tasks, which is what a call without routing metadata
 gets: the same responses in the same order, flow control both ways, slow readers bounded, and
 every call counted by method."""

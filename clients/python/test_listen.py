@@ -1,4 +1,4 @@
-"""Documents backend: `:listen` over Server-Sent Events (DESIGN.md §1.1).
+"""Documents backend: `:listen` over Server-Sent Events (docs/documents.md).
 
 Each test follows a query (or one document) with an SSE client and asserts the exact event
 sequence — change types, oldIndex/newIndex, the changed documents, the full `documents` list, the

@@ -1,4 +1,4 @@
-"""The operations surface (DESIGN §1.4) through HTTP against the real binary: /metrics, the
+"""The operations surface (docs/operations.md) through HTTP against the real binary: /metrics, the
 operations event stream, reset, export/import archives (JSON and gzip, damaged ones refused),
 the server clock, what databases and namespaces exist, and the serve flags --admin-token,
 --tls-cert/--tls-key, --import, --export-on-exit and --log-format json.

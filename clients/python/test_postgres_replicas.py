@@ -1,4 +1,4 @@
-"""Replicas on one PostgreSQL store (DESIGN §1.8): each database and namespace is written by one
+"""Replicas on one PostgreSQL store (docs/replicas.md): each database and namespace is written by one
 owner under a lease; a write that reaches another replica is forwarded to the owner (REST as it
 came, gRPC as its REST twin); a paused owner loses its lease, another replica takes the scope over
 within the lease and 2 s, and the old owner, resumed, is fenced off: it writes nothing itself.
@@ -328,16 +328,22 @@ def test_a_request_claiming_to_come_from_a_replica_needs_the_cluster_secret(pair
 
 def _increment_in_transaction(base, project, rounds, results):
     """`rounds` REST transactions on `base`, each reading counter/c and writing it + 1, retried on
-    ABORTED; appends the number committed to `results`."""
+    ABORTED with the aborted one as retryTransaction (as the SDKs retry: the retry keeps its age,
+    docs/transactions.md); appends the number committed to `results`."""
     docs = f"{base}/v1/projects/{project}/databases/(default)/documents"
     session = requests.Session()
     committed = 0
     for _ in range(rounds):
+        previous = None
         while True:
-            tx = session.post(f"{docs}:beginTransaction", json={}, timeout=10)
+            options = {"options": {"readWrite": {"retryTransaction": previous}}} if previous else {}
+            tx = session.post(f"{docs}:beginTransaction", json=options, timeout=10)
             assert tx.status_code == 200, tx.text
-            transaction = tx.json()["transaction"]
+            transaction = previous = tx.json()["transaction"]
             got = session.get(f"{docs}/counter/c", params={"transaction": transaction}, timeout=10)
+            if got.status_code == 409:  # aborted by an older transaction's commit
+                assert got.json()["error"]["status"] == "ABORTED", got.text
+                continue
             assert got.status_code == 200, got.text
             n = int(got.json()["fields"]["n"]["integerValue"])
             done = session.post(f"{docs}:commit", json={"transaction": transaction, "writes": [{"update": {

@@ -1,5 +1,5 @@
-"""The Realtime Database over WebSocket (DESIGN §1.6), with our own protocol client
-(rtdb_socket.py, written from reference/rtdb-websocket-protocol.md): every request and push,
+"""The Realtime Database over WebSocket (docs/tree.md), with our own protocol client
+(rtdb_socket.py, written from the protocol as docs/tree.md describes it): every request and push,
 the framing, hashes, tagged queries, server values, onDisconnect on each kind of drop, auth,
 and one engine with REST, SSE and edge clients.
 """

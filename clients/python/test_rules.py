@@ -1,4 +1,4 @@
-"""Security rules through the public surfaces (DESIGN §1.7, reference/security-rules.md): loading
+"""Security rules through the public surfaces (docs/security-rules.md, docs/wire/security-rules.md): loading
 at the emulators' URLs, identities, the denial bodies of each surface, commits judged as one,
 list rules against queries, edge clients judged when they sync, and every decision traced.
 

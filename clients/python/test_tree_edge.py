@@ -204,7 +204,7 @@ def test_on_disconnect_runs_when_the_heartbeat_times_out(tmp_path):
 
 
 def test_the_heartbeat_counts_silence_from_the_moment_the_last_stream_closed(tmp_path):
-    # DESIGN: "no request/stream from it for heartbeatTimeoutMs" — an open stream is activity
+    # docs/edge-clients.md: "without a call from the app" for heartbeatTimeoutMs — an open stream is activity
     # until it closes. The server clock is advanced by hand, so every step is exact.
     proc, base = start_server()
     try:
@@ -376,7 +376,7 @@ def test_an_expired_token_pauses_writes_until_reauth(base_url, namespace):
 
 def test_info_paths_are_per_client_and_read_only(base_url, namespace):
     # The client's clock runs 1.5 s behind the server's: serverTimeOffset is the handshake's
-    # `ts` − local now = +1500 (reference/rtdb-offline-semantics.md §8).
+    # `ts` − local now = +1500 (docs/wire/realtime-database.md, `.info`).
     c = TreeClient(base_url, namespace, clockOffsetMs=-1500)
     assert requests.get(c.at(".info/serverTimeOffset")).json() == 1500
     assert requests.get(c.at(".info/connected")).json() is True
@@ -388,7 +388,7 @@ def test_info_paths_are_per_client_and_read_only(base_url, namespace):
 
 def test_an_offline_server_timestamp_is_local_time_plus_the_server_time_offset(base_url, namespace):
     # The SDK resolves {".sv":"timestamp"} written offline to local now + serverTimeOffset, its
-    # estimate of the server's clock (reference §5): with the client an hour ahead, that is
+    # estimate of the server's clock (docs/wire/realtime-database.md, Server values): with the client an hour ahead, that is
     # still the server's time, not an hour in the future.
     hour = 3_600_000
     c = TreeClient(base_url, namespace, clockOffsetMs=hour)

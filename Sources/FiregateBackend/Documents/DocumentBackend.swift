@@ -4,7 +4,7 @@ import Synchronization
 
 /// The Firestore-style document databases, one per project and database id, created on
 /// first use and loaded from storage at start — in the background when asked, so the server
-/// answers before a large store is in memory (DESIGN §3's start target); every access to the
+/// answers before a large store is in memory (docs/benchmarks.md, start); every access to the
 /// databases waits for that load.
 public final class DocumentBackend: Sendable {
     public static let migrations: [StoreMigration] = SQLiteDocumentStorage.migrations

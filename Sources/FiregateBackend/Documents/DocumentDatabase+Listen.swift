@@ -62,7 +62,7 @@ extension DocumentDatabase {
     /// Resume tokens are `<epoch>.<sequence>`. On a store of one process the epoch changes when
     /// the process restarts, so a token from an earlier run is never mistaken for a position in
     /// this one; on a shared store it is the database's generation and the sequence its log's,
-    /// so a token resumes on every replica (DESIGN §1.8).
+    /// so a token resumes on every replica (docs/replicas.md).
     public func resumeToken(sequence: Int64) -> String { "\(epoch.withLock { $0 }).\(sequence)" }
 
     public func sequence(fromResumeToken token: String) -> Int64? {

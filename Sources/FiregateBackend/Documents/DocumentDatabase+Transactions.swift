@@ -19,7 +19,9 @@ extension DocumentDatabase {
     /// Whether a write outside any transaction to one of these documents would wait for a
     /// transaction's lock (the fast paths then leave it to the full path, which waits).
     public func holdsLocks(on writes: [Write]) -> Bool {
-        state.withLock { !$0.lockHolders(of: writes.map(\.path), except: nil).isEmpty }
+        state.withLock { state in
+            !state.transactions.isEmpty && !state.lockHolders(of: writes.map(\.path), except: nil, now: clock.now()).isEmpty
+        }
     }
 
     static let transactionLifetimeMicros: Int64 = 270 * 1_000_000
@@ -38,10 +40,10 @@ extension DocumentDatabase {
         for i in bytes.indices { bytes[i] = UInt8.random(in: 0...255, using: &generator) }
         let txID = Base64.encode(bytes)
         let now = clock.now()
-        // Production expires a transaction after 270 s; abandoned ones must not pile up (nor
-        // hold their locks).
+        // Production expires a transaction after 270 s, and a read-write one after a minute
+        // without a read; abandoned ones must not pile up (nor hold their locks).
         let horizon = now.microseconds - DocumentDatabase.transactionLifetimeMicros
-        state.transactions = state.transactions.filter { $0.value.startedAt.microseconds >= horizon }
+        state.transactions = state.transactions.filter { $0.value.startedAt.microseconds >= horizon && !$0.value.isIdle(at: now) }
         switch options {
         case .readOnly(let readTime):
             if let readTime { try checkReadable(readTime, in: state) }
@@ -64,12 +66,17 @@ extension DocumentDatabase {
         let deadline = ContinuousClock.now + DocumentDatabase.lockWait
         while true {
             let outcome: T? = try state.withLock { state throws(FiregateError) -> T? in
+                let now = clock.now()
                 if let transaction {
                     guard let tx = state.transactions[transaction] else { throw DocumentDatabase.invalidTransaction }
+                    if tx.isIdle(at: now) {
+                        state.transactions[transaction] = nil
+                        throw DocumentDatabase.invalidTransaction
+                    }
                     // Kept (until rolled back, retried or expired) so that a retry keeps its age.
                     if tx.aborted { throw DocumentDatabase.contention }
                 }
-                guard state.settleLocks(of: paths, owner: transaction) else { return try body(&state) }
+                guard state.settleLocks(of: paths, owner: transaction, now: now) else { return try body(&state) }
                 return ContinuousClock.now < deadline ? nil : try timedOut(&state)
             }
             if let outcome { return outcome }

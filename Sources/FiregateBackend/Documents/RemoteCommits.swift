@@ -2,7 +2,7 @@ import FiregateModel
 import FiregateStore
 import Synchronization
 
-/// On replicas (DESIGN §1.8), commits that must run at the owner of their database: an edge
+/// On replicas (docs/replicas.md), commits that must run at the owner of their database: an edge
 /// client's queued batches, sent by a replica that does not own the database. The HTTP layer,
 /// which reaches other replicas, installs the sender.
 public protocol RemoteCommitSender: Sendable {

@@ -24,6 +24,11 @@ struct TransactionState: Sendable {
     /// Aborted by an older transaction or by a lock wait that ran out: it holds no locks, and
     /// its reads and commit fail ABORTED; kept so that a retry naming it keeps its age.
     private(set) var aborted = false
+    /// Its last read: a read-write transaction idle for `idleLimitMicros` has expired and
+    /// holds no locks, so an abandoned one blocks writers for a minute at most.
+    var lastActive: Timestamp
+
+    static let idleLimitMicros: Int64 = 60 * 1_000_000
 
     init(id: String, readOnly: Bool, readTime: Timestamp?, startedAt: Timestamp, priority: Timestamp? = nil) {
         self.id = id
@@ -31,6 +36,11 @@ struct TransactionState: Sendable {
         self.readTime = readTime
         self.startedAt = startedAt
         self.priority = priority ?? startedAt
+        self.lastActive = startedAt
+    }
+
+    func isIdle(at now: Timestamp) -> Bool {
+        !readOnly && now.microseconds - lastActive.microseconds > TransactionState.idleLimitMicros
     }
 
     /// Whether it started before `other` (ids break ties, so two never wait on each other).
@@ -46,10 +56,10 @@ struct TransactionState: Sendable {
 
 extension DatabaseState {
     /// The live read-write transactions other than `owner` holding a lock on any of `paths`.
-    func lockHolders(of paths: some Collection<ResourcePath>, except owner: String?) -> [String] {
+    func lockHolders(of paths: some Collection<ResourcePath>, except owner: String?, now: Timestamp) -> [String] {
         guard !transactions.isEmpty else { return [] }
         var holders: [String] = []
-        for (id, tx) in transactions where id != owner && !tx.readOnly && !tx.reads.isEmpty {
+        for (id, tx) in transactions where id != owner && !tx.readOnly && !tx.reads.isEmpty && !tx.isIdle(at: now) {
             if paths.contains(where: { tx.reads.keys.contains($0) }) { holders.append(id) }
         }
         return holders
@@ -58,8 +68,8 @@ extension DatabaseState {
     /// Settles the conflicts of a commit by `owner` (nil: a write outside any transaction, the
     /// youngest of all) over `paths`: younger holders are aborted; true when an older one still
     /// holds a lock, so the commit must wait.
-    mutating func settleLocks(of paths: some Collection<ResourcePath>, owner: String?) -> Bool {
-        let holders = lockHolders(of: paths, except: owner)
+    mutating func settleLocks(of paths: some Collection<ResourcePath>, owner: String?, now: Timestamp) -> Bool {
+        let holders = lockHolders(of: paths, except: owner, now: now)
         guard !holders.isEmpty else { return false }
         let mine = owner.flatMap { transactions[$0] }
         var mustWait = false

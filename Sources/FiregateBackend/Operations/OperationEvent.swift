@@ -26,7 +26,7 @@ public struct OperationEvent: Sendable {
         case clock(frozen: Bool)
         case garbageCollected(client: String, documentsRemoved: Int, targetsRemoved: Int)
         case onDisconnect(client: String, path: String, op: String)
-        /// A real SDK connection (DESIGN §1.6) opened, or closed with `reason`.
+        /// A real SDK connection (docs/architecture.md, Real SDK connections) opened, or closed with `reason`.
         case connection(id: String, protocol: String, opened: Bool, reason: String?)
     }
 

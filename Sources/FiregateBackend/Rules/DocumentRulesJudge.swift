@@ -2,8 +2,8 @@ import FiregateModel
 import FiregateRules
 import Synchronization
 
-/// Judges one caller's requests to one database against its project's rules (reference/
-/// security-rules.md A3, A9–A12), records each decision and keeps their ids for the answer's
+/// Judges one caller's requests to one database against its project's rules (docs/wire/
+/// security-rules.md: Methods, request and resource, Access calls, Queries), records each decision and keeps their ids for the answer's
 /// `Firegate-Rules-Decision`. Made by `SecurityRules.documentJudge`, which gives none when
 /// nothing is judged (no rules, or the admin).
 public final class DocumentRulesJudge: CommitJudge, Sendable {

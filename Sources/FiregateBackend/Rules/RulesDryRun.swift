@@ -3,7 +3,7 @@ import FiregateRules
 import Foundation
 
 /// The dry run of `POST /emulator/v1/projects/{p}:test`, modelled on the Firebase Rules API's
-/// `projects.test` (reference/security-rules.md C6): each test case names a request, the stored
+/// `projects.test` (docs/wire/security-rules.md, Dry run): each test case names a request, the stored
 /// resource, the expected verdict and mocks for `get`/`exists` (no data is read), and gets back
 /// SUCCESS or FAILURE with the `debug()` output, the function calls and the visited expressions.
 public enum RulesDryRun {

@@ -3,7 +3,7 @@ import FiregateRules
 import Foundation
 import Synchronization
 
-/// The rulesets in force (DESIGN §1.7): Firestore rules per project, Realtime Database rules per
+/// The rulesets in force (docs/security-rules.md): Firestore rules per project, Realtime Database rules per
 /// namespace. Startup rules (flags, firebase.json) apply wherever nothing was loaded over HTTP,
 /// and `DELETE` goes back to them. Nothing loaded anywhere = everything allowed, as the emulators.
 /// Loads replace a ruleset whole; a ruleset with errors changes nothing.

@@ -4,8 +4,8 @@ import OrderedCollections
 import FiregateRules
 import Synchronization
 
-/// Judges one caller's tree reads and writes against its namespace's rules (reference/
-/// security-rules.md B2–B7), records each decision and keeps their ids. Made by
+/// Judges one caller's tree reads and writes against its namespace's rules (docs/wire/
+/// security-rules.md: Cascading to Writes), records each decision and keeps their ids. Made by
 /// `SecurityRules.treeJudge`, which gives none when nothing is judged.
 public final class TreeRulesJudge: TreeWriteJudge, Sendable {
     let release: SecurityRules.RealtimeRelease

@@ -1,7 +1,7 @@
 import FiregateModel
 import Synchronization
 
-/// On replicas (DESIGN §1.8), tree writes that must run at the owner of their namespace: a
+/// On replicas (docs/replicas.md), tree writes that must run at the owner of their namespace: a
 /// socket's, an edge client's or an onDisconnect's, made on a replica that does not own it.
 /// (REST writes are forwarded as they came, before they reach the backend.) The HTTP layer,
 /// which reaches other replicas, installs the sender.

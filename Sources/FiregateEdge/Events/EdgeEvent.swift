@@ -37,7 +37,7 @@ public struct ListenerOptions: Sendable {
 }
 
 extension ViewSnapshot {
-    /// The edge listener event body (DESIGN §1.3).
+    /// The edge listener event body (docs/edge-clients.md).
     func render(database: DatabaseID, options: ListenerOptions) -> JSON {
         let metadata: JSON = ["fromCache": .bool(fromCache), "hasPendingWrites": .bool(hasPendingWrites)]
         if let path = options.document {

@@ -1,6 +1,6 @@
 import FiregateModel
 
-/// A watch stream driven by the test instead of the backend (DESIGN §1.3, scripted watch): the
+/// A watch stream driven by the test instead of the backend (docs/edge-clients.md, scripted watch): the
 /// SDK's remote store for listens (remote/remote_store.ts). It keeps the listened targets, the
 /// stream's state and its aggregator, counts the requests each target awaits an answer to, and
 /// tracks the online state as the SDK's OnlineStateTracker does: a message makes it online, a

@@ -2,7 +2,7 @@ import FiregateModel
 
 /// What the server told one client, kept as the SDK's persistence keeps it: a sparse copy of
 /// the server's tree, and the tracked queries that loaded it, which say which parts are
-/// complete (rtdb-offline-semantics §3–4).
+/// complete (docs/wire/realtime-database.md, Complete views).
 struct TreeServerCache {
     /// One query the client listened to (or read, or kept synced).
     struct TrackedQuery: Sendable, Equatable {

@@ -2,7 +2,7 @@ import FiregateBackend
 import FiregateModel
 
 /// onDisconnect: operations the server runs when this client's connection drops
-/// (rtdb-offline-semantics §7).
+/// (docs/wire/realtime-database.md, onDisconnect).
 extension TreeSync {
     /// Registers an operation: accepted by the server at once while connected, else queued
     /// and registered at the next connect. Returns its state.
@@ -40,7 +40,7 @@ extension TreeSync {
     }
 
     /// On replicas: the registered operations, as they are now, go to the shared store, so that
-    /// another replica runs them if this one dies with the client (DESIGN §1.8).
+    /// another replica runs them if this one dies with the client (docs/replicas.md).
     func keepRegistered() {
         guard let replicas = backend.replicas else { return }
         let registered = onDisconnect.operations.filter(\.registered)

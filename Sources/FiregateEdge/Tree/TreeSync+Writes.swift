@@ -4,7 +4,7 @@ import FiregateStore
 
 /// Writes through the client: applied locally at once (latency compensation), stored
 /// durably first when persistent, sent one at a time in order while connected, and
-/// acknowledged or reverted when the server answers (rtdb-offline-semantics §5–6).
+/// acknowledged or reverted when the server answers (docs/wire/realtime-database.md: Writes, Transactions).
 extension TreeSync {
     public func write(_ request: TreeClientWrite) async throws(FiregateError) -> TreeWriteReceipt {
         begin()

@@ -111,7 +111,7 @@ public actor TreeSync {
 
     /// The SDK's estimate of the server's clock: its own clock plus `.info/serverTimeOffset`
     /// (handshake `ts` − local now), which resolves offline server timestamps and makes push ids
-    /// (reference/rtdb-offline-semantics.md §5, §8).
+    /// (docs/wire/realtime-database.md: Server values, `.info`).
     func serverTimeMillis() -> Int64 { nowMillis() + info.serverTimeOffsetMs }
 
     /// The cache, queued writes and next write id a persistent client stored. Writes load in

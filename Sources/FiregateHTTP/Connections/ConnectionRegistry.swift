@@ -13,7 +13,7 @@ struct ConnectionControls: Sendable {
     var reset: (@Sendable () -> Void)?
 }
 
-/// Every real SDK connection and the network switches that apply to them (DESIGN §1.6): the
+/// Every real SDK connection and the network switches that apply to them (docs/architecture.md, Real SDK connections): the
 /// one owner of that state. Surfaces open an entry when a connection (or, over HTTP/2, a
 /// project/database on it) appears — refused while a switch holds it offline — and close it
 /// when it ends; a switch or a drop ends the entry through the `drop` hook its surface gave.

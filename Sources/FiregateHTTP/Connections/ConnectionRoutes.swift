@@ -1,7 +1,7 @@
 import FiregateModel
 import Hummingbird
 
-/// `/emulator/v1/connections…` (DESIGN §1.6): list the real SDK connections, switch them
+/// `/emulator/v1/connections…` (docs/architecture.md, Real SDK connections): list the real SDK connections, switch them
 /// offline or slow by a match, drop one once, revoke a socket's credential.
 struct ConnectionRoutes: Sendable {
     let registry: ConnectionRegistry

@@ -1,6 +1,6 @@
 import FiregateModel
 
-/// What a real SDK connection is (DESIGN §1.6): one RTDB socket, or one project/database
+/// What a real SDK connection is (docs/architecture.md, Real SDK connections): one RTDB socket, or one project/database
 /// addressed over one HTTP/2 connection.
 struct ConnectionInfo: Sendable {
     var id = ""

@@ -4,7 +4,7 @@ import Hummingbird
 import NIOCore
 
 /// On replicas, the requests a database's owner must run: writes, transactions and the reads
-/// made in one (their read set lives in the owner's memory, DESIGN §1.8).
+/// made in one (their read set lives in the owner's memory, docs/replicas.md).
 extension DocumentRoutes {
     static func scope(_ target: DocumentRequestPath) -> ScopeLease.Scope {
         .documents(project: target.database.project, database: target.database.database)

@@ -7,7 +7,7 @@ import NIOHTTP1
 
 /// The requests that make up most of a server's traffic, answered straight from the
 /// connection's bytes (see `SimpleRequest`): no HTTP/1.1 parser, no task, no router, no header
-/// fields to build — the per-request work of a static file server (DESIGN §3's targets). What
+/// fields to build — the per-request work of a static file server (docs/benchmarks.md). What
 /// each request gets is `FastRouter`'s choice (`FastRoute`); how the connection goes on is
 /// `FastPathStateMachine`'s; the answers are in `ConnectionFastPath+Documents` and `+Tree`.
 /// The answer is the one the full path gives: status, headers, body, metrics and the log line.

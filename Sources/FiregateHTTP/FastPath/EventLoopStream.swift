@@ -32,7 +32,7 @@ enum EventLoopStreamPoll {
 
 /// An event stream served on its connection's event loop (see `ConnectionFastPath`): the
 /// source wakes it, it polls the source and writes each frame as a chunk. No task and no body
-/// writer stay behind an idle stream, only its channel (DESIGN §3's idle-stream memory), and
+/// writer stay behind an idle stream, only its channel (docs/benchmarks.md, idle streams), and
 /// an event reaches the socket without a task switch. The frames are the full path's.
 ///
 /// Confined to the event loop. It ends with its source (a reset's `event: error`, a tree

@@ -8,7 +8,7 @@ import NIOCore
 ///
 /// Hummingbird's handlers are put in the pipeline, and its request loop started (`OpenConnections`),
 /// only when the fast path first hands it input: a connection the fast path serves alone — a
-/// poller, an open stream — holds neither their state nor a task (DESIGN §3's idle-stream
+/// poller, an open stream — holds neither their state nor a task (docs/benchmarks.md's idle-stream
 /// memory).
 struct FastPathHTTP1Channel: Sendable {
     let services: FastPathServices

@@ -3,7 +3,7 @@ import Logging
 import NIOCore
 
 /// What every connection's fast path uses, made once per server: each `ConnectionFastPath`
-/// keeps one reference to it, not its own copies (idle connections are many: DESIGN §3's
+/// keeps one reference to it, not its own copies (idle connections are many: docs/benchmarks.md's
 /// idle-stream memory).
 final class FastPathServices: Sendable {
     let backend: Backend

@@ -8,7 +8,7 @@ import NIOCore
 import NIOHPACK
 import SwiftProtobuf
 
-/// `google.firestore.v1.Firestore` over gRPC (DESIGN §1.5): every RPC is the twin of a REST
+/// `google.firestore.v1.Firestore` over gRPC (docs/wire/grpc.md): every RPC is the twin of a REST
 /// route and calls the same code (`DocumentCalls`), so results, limits and error messages are
 /// the same; errors become `grpc-status` and `grpc-message` trailers.
 struct FirestoreGRPCService: Sendable {
@@ -28,7 +28,7 @@ struct FirestoreGRPCService: Sendable {
         return head
     }
 
-    /// The service's methods (DESIGN §1.5).
+    /// The service's methods (docs/wire/grpc.md).
     static let methods: Set<Substring> = [
         "GetDocument", "ListDocuments", "CreateDocument", "UpdateDocument", "DeleteDocument", "BatchGetDocuments",
         "BeginTransaction", "Commit", "Rollback", "RunQuery", "RunAggregationQuery", "PartitionQuery", "Listen", "Write",

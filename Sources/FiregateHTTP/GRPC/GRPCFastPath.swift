@@ -11,7 +11,7 @@ import SwiftProtobuf
 /// The event-loop path of gRPC's hot calls — GetDocument, Commit outside a transaction, and
 /// Listen — between an HTTP/2 connection's `NIOHTTP2Handler` and its stream multiplexer. Such a
 /// call is served from its frames: no stream channel, no task and no Hummingbird request, each of
-/// which costs more than the read itself (DESIGN §3's gRPC bars; the REST fast path does the same
+/// which costs more than the read itself (docs/benchmarks.md, the gRPC rows; the REST fast path does the same
 /// for HTTP/1.1).
 ///
 /// A unary call's frames (and its stream's events) are held until its request has ended. Anything

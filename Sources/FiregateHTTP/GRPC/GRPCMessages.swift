@@ -6,7 +6,7 @@ import SwiftProtobuf
 /// gRPC's length-prefixed messages (gRPC over HTTP/2, "Length-Prefixed-Message"): a compressed
 /// flag byte, a big-endian 4-byte length, then the message.
 enum GRPCFraming {
-    /// Largest message accepted either way (DESIGN §1.5); larger ones are RESOURCE_EXHAUSTED.
+    /// Largest message accepted either way (docs/wire/grpc.md); larger ones are RESOURCE_EXHAUSTED.
     static let maxMessageBytes = 32 * 1024 * 1024
 
     static func frame(_ message: some SwiftProtobuf.Message) throws(FiregateError) -> ByteBuffer {
@@ -123,7 +123,7 @@ struct GRPCMessageReader {
 }
 
 /// The response side of a call: framed messages on the stream Hummingbird opened (its head is
-/// already sent, so every outcome, errors included, ends with trailers — reference §7).
+/// already sent, so every outcome, errors included, ends with trailers — docs/wire/grpc.md, Errors).
 struct GRPCMessageWriter<Body: ResponseBodyWriter> {
     private var body: Body
     /// Paces each message by the network switch's latency.

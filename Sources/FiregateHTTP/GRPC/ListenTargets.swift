@@ -6,7 +6,7 @@ import Foundation
 typealias ListenResponse = Google_Firestore_V1_ListenResponse
 
 /// The targets of one Listen stream and what the client has been told about them: turns
-/// requests and commits into the responses of reference/grpc-firestore.md §3 — per target
+/// requests and commits into the responses of docs/wire/grpc.md (Listen) — per target
 /// ADD, its documents, CURRENT; per commit the changed documents; and a global NO_CHANGE
 /// (empty `target_ids`, `read_time`, resume token) once every target reflects the same commit,
 /// which is the consistent snapshot clients raise events on.

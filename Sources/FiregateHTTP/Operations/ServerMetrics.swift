@@ -113,7 +113,7 @@ final class ServerMetrics: Sendable {
             mirror("firegate_rules_decisions_total", [("outcome", outcome.rawValue)], Int64(decisions[outcome] ?? 0))
         }
         if let holdings = backend.replicas?.holdings() {
-            // On replicas: what this one owns and follows (DESIGN §1.8).
+            // On replicas: what this one owns and follows (docs/replicas.md).
             gauge("firegate_replica_scopes", [("kind", "database"), ("role", "owner")], holdings.ownedDatabases)
             gauge("firegate_replica_scopes", [("kind", "namespace"), ("role", "owner")], holdings.ownedNamespaces)
             gauge("firegate_replica_scopes", [("kind", "database"), ("role", "follower")], holdings.followedDatabases)
@@ -145,7 +145,7 @@ final class ServerMetrics: Sendable {
     }
 }
 
-/// Which surface a request went to, by the shape of its path (DESIGN §1).
+/// Which surface a request went to, by the shape of its path (docs/architecture.md).
 enum Surface: String, CaseIterable, Sendable {
     case documents, tree, clients, operations, webchannel, dashboard
 

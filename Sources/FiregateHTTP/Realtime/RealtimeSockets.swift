@@ -5,7 +5,7 @@ import Foundation
 import NIOCore
 import Synchronization
 
-/// Opens Realtime Database sockets (DESIGN §1.6): answers the upgrade of `GET /.ws` on the
+/// Opens Realtime Database sockets (docs/architecture.md, Real SDK connections): answers the upgrade of `GET /.ws` on the
 /// fast path, registers the connection (refused while a network switch holds it offline —
 /// before the hello, so the SDK backs off and stays offline), and puts the WebSocket handlers
 /// and the connection's `RealtimeSession` behind the fast path.

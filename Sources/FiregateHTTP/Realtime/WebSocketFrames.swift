@@ -2,7 +2,7 @@ import NIOCore
 
 /// RFC 6455 framing for the Realtime Database's sockets, read and written in the socket's own
 /// handler: one handler per socket instead of a decoder, an aggregator, an encoder and an error
-/// handler each keeping state (idle sockets are many; DESIGN §3).
+/// handler each keeping state (idle sockets are many; docs/benchmarks.md).
 ///
 /// The reader takes a client's frames (masked, as RFC 6455 §5.1 requires), joins fragmented
 /// messages, answers nothing itself and keeps bytes only while a frame is incomplete.

@@ -4,7 +4,7 @@ import FiregateStore
 import Logging
 
 /// Runs the onDisconnect operations of a dead replica's connections, once this replica has
-/// claimed them from the store (DESIGN §1.8): each as the admin, in the order registered, at
+/// claimed them from the store (docs/replicas.md): each as the admin, in the order registered, at
 /// the namespace's owner (here, or sent there as `OwnerTreeWriteSender` sends every tree write).
 /// Each write carries the claim's progress, stored in its own transaction only while the claim
 /// is still this replica's: if this replica dies too, the next one runs exactly the rest, and

@@ -2,7 +2,7 @@ import FiregateBackend
 import FiregateModel
 import FiregateStore
 
-/// Sends an edge client's batch to the owner of its database as a REST commit (DESIGN §1.8).
+/// Sends an edge client's batch to the owner of its database as a REST commit (docs/replicas.md).
 /// It carries the client's identity as a bearer token, so the owner judges it by the rules as
 /// the client's own, and the batch's `QueuedWriteReceipt` with the epoch this replica runs the
 /// client at: the owner commits it once, and answers a batch sent again (its answer lost, or

@@ -7,7 +7,7 @@ import Hummingbird
 import NIOCore
 import NIOHTTP1
 
-/// Writes that reach a replica not owning their scope go to the owner (DESIGN §1.8): REST
+/// Writes that reach a replica not owning their scope go to the owner (docs/replicas.md): REST
 /// requests as they came, gRPC calls as their REST twins. The owner runs them as its own (rules,
 /// transactions and compare-and-set included) and its answer comes back unchanged, with
 /// `Firegate-Forwarded-To` naming it. A forwarded request carries `Firegate-Forwarded-By` and the

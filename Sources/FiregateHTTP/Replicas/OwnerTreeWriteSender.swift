@@ -3,7 +3,7 @@ import FiregateModel
 import Hummingbird
 
 /// Sends a tree write made on this replica (a socket's, an edge client's, an onDisconnect's) to
-/// the owner of its namespace (DESIGN §1.8), as `TreeWriteWire` JSON to the owner's
+/// the owner of its namespace (docs/replicas.md), as `TreeWriteWire` JSON to the owner's
 /// `POST /emulator/v1/replicas:treeWrite`, with the caller's identity as a bearer token so the
 /// owner judges it by the rules as the caller's own. The owner's answer is the outcome, and this
 /// replica has applied the write to its memory before the caller hears of it.

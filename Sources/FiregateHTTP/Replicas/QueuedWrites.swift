@@ -4,7 +4,7 @@ import HTTPTypes
 import Synchronization
 
 /// The owner's side of an edge client's queued write sent from the client's replica
-/// (`QueuedWriteReceipt`, DESIGN §1.8): the write commits once, with its answer stored in the
+/// (`QueuedWriteReceipt`, docs/replicas.md): the write commits once, with its answer stored in the
 /// commit's transaction; sent again, it is answered from what was stored. Two sends of one
 /// write at once (a retry racing its first send) do not both run: the second is told to retry.
 final class QueuedWrites: Sendable {

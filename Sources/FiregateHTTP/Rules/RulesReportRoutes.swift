@@ -3,7 +3,7 @@ import FiregateModel
 import FiregateRules
 import Hummingbird
 
-/// Coverage at the emulators' URLs (reference/security-rules.md C4) and the dry run
+/// Coverage at the emulators' URLs (docs/wire/security-rules.md, Coverage) and the dry run
 /// (C6): `/emulator/v1/projects/{p}:ruleCoverage[.html]`, `/.inspect/coverage[.json]?ns=`,
 /// `POST /emulator/v1/projects/{p}:test`.
 struct RulesReportRoutes: Sendable {

@@ -4,8 +4,8 @@ import FiregateRules
 import Hummingbird
 import NIOCore
 
-/// Loading rules and reading decisions, at the emulators' URLs (DESIGN §1.7, reference/
-/// security-rules.md C1): `/emulator/v1/projects/{p}:securityRules` (Firestore),
+/// Loading rules and reading decisions, at the emulators' URLs (docs/security-rules.md;
+/// docs/wire/security-rules.md, "Loading rules"): `/emulator/v1/projects/{p}:securityRules` (Firestore),
 /// `/.settings/rules.json?ns=` (tree), `/emulator/v1/rules/decisions[/{id}]`.
 struct RulesRoutes: Sendable {
     let rules: SecurityRules

@@ -2,7 +2,7 @@ import Foundation
 
 /// The hash the Realtime Database SDKs keep of a cached server value (the `h` of a listen, and
 /// of a transaction's put): base64 of SHA-1 over a canonical text of the value, children in
-/// priority order. The empty value hashes to "" (rtdb-websocket-protocol §4.2).
+/// priority order. The empty value hashes to "" (docs/wire/realtime-database.md, The hash).
 ///
 /// - leaf: `[priority:<p>:]<type>:<value>`, a number as its IEEE-754 double in 16 lowercase
 ///   hex digits, `p` as `number:<hex>` or `string:<text>`;

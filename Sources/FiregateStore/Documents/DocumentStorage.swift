@@ -56,7 +56,7 @@ public protocol DocumentStorage: Sendable {
 }
 
 /// A commit another replica made to a database this one holds in memory, as the store's log
-/// gives it (DESIGN §1.8), with its place in the log.
+/// gives it (docs/replicas.md), with its place in the log.
 public enum ReplicatedDocumentChange: Sendable {
     case commit(upserts: [Document], deletes: [ResourcePath], commitTime: Timestamp, seq: Int64)
     /// The database was cleared: a new generation starts at this position.

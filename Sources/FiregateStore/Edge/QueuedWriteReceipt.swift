@@ -1,7 +1,7 @@
 import Foundation
 
 /// An edge client's queued write (a document batch or a tree write) as its replica sends it to
-/// the replica owning the data (DESIGN §1.8), so that it applies once however often it is sent:
+/// the replica owning the data (docs/replicas.md), so that it applies once however often it is sent:
 /// the owner's commit removes it from the client's stored queue and stores `answer` under its
 /// key in the same transaction, only while `epoch` is still the client's owner epoch. A write
 /// sent again (the answer was lost, or the client's replica died and the next one restored the

@@ -1,5 +1,5 @@
 /// A dead connection's onDisconnect operations as a replica claimed them from a shared store
-/// (DESIGN §1.8), to run from `done` on; the claimer records its progress under `connection`.
+/// (docs/replicas.md), to run from `done` on; the claimer records its progress under `connection`.
 public struct OrphanedDisconnect: Sendable {
     public var namespace: String
     public var connection: String

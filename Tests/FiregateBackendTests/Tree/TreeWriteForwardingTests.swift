@@ -4,7 +4,7 @@ import FiregateStore
 import Synchronization
 import XCTest
 
-/// A tree write on a replica that does not own its namespace (DESIGN §1.8): sent to the owner
+/// A tree write on a replica that does not own its namespace (docs/replicas.md): sent to the owner
 /// as `TreeWriteWire` JSON, read back the same there, and refused when it may not be sent.
 final class TreeWriteForwardingTests: XCTestCase {
     func testARequestReadsBackAsItWasWithItsServerValuesUnresolved() throws {

@@ -2,7 +2,7 @@
 import FiregateModel
 import XCTest
 
-/// The SDK's event rules (rtdb-offline-semantics §2): order within one operation, merging,
+/// The SDK's event rules (docs/wire/realtime-database.md, Events): order within one operation, merging,
 /// synthesized moves, limit windows and the `value` rule.
 final class TreeEventGeneratorTests: XCTestCase {
     func events(_ old: String, _ new: String, query: TreeQuery? = nil, wasComplete: Bool = true, isComplete: Bool = true) -> [String] {

@@ -2,7 +2,7 @@
 import FiregateModel
 import XCTest
 
-/// What the client's tree cache calls complete (rtdb-offline-semantics §3–4).
+/// What the client's tree cache calls complete (docs/wire/realtime-database.md, Complete views).
 final class TreeServerCacheTests: XCTestCase {
     func spec(_ at: String, _ parameters: [String: String] = [:]) -> TreeQuerySpec {
         TreeQuerySpec(path: path(at), query: try! TreeQueryParser.parse(parameters), parameters: parameters)

@@ -1,7 +1,7 @@
 import FiregateModel
 import XCTest
 
-/// The SDK's value hash (rtdb-websocket-protocol §4.2): the canonical texts are written out here
+/// The SDK's value hash (docs/wire/realtime-database.md, The hash): the canonical texts are written out here
 /// and their base64 SHA-1 computed independently (Python's hashlib).
 final class TreeSDKHashTests: XCTestCase {
     private func node(_ json: JSON) -> TreeNode { try! TreeNodeDecoder.decode(json, at: .root, serverValues: nil) }
