@@ -344,65 +344,30 @@ public final class DocumentDatabase: Sendable {
         // Another replica owns it: refused before memory changes (the fence would refuse it
         // after, and the reload would end this replica's listeners).
         if let refusal = storage.writeRefusal(id) { throw refusal }
-        let commitTime = Timestamp(microseconds: clock.nextCommitMicros())
-        var working: [ResourcePath: Document?] = [:]
-        var order: [ResourcePath] = []
-        var results: [WriteResult] = []
-        results.reserveCapacity(writes.count)
-        for write in writes {
-            let existing: Document? = if let pending = working[write.path] { pending } else { state.documents[write.path]?.document }
-            let outcome = try write.apply(to: existing, commitTime: commitTime, database: id) { _ in .timestamp(commitTime) }
-            if outcome.changed {
-                if working[write.path] == nil { order.append(write.path) }
-                working[write.path] = .some(outcome.document)
-            }
-            var updateTime: Timestamp?
-            switch write.operation {
-            case .delete: updateTime = nil
-            // The document's own (unchanged) update time; a missing one's check, the commit's.
-            case .verify: updateTime = existing?.updateTime ?? commitTime
-            default: updateTime = outcome.document?.updateTime
-            }
-            results.append(WriteResult(updateTime: updateTime, transformResults: write.transforms.isEmpty ? nil : outcome.transformResults))
-        }
-        // The written documents as rules saw them, kept as their new versions' cached resources.
-        var judgedAfter: [ResourcePath: RulesValue] = [:]
-        if let judge {
-            // Stored documents as rules read them come from the per-version cache when a read made it.
-            let id = id
-            try judge.judge(writes, stored: { path in
-                state.documents[path].map { $0.rulesResource ?? RulesValue.resource($0.document, database: id) }
-            }, after: { path in
-                if let pending = working[path] {
-                    guard let pending else { return nil }
-                    if let made = judgedAfter[path] { return made }
-                    let made = RulesValue.resource(pending, database: id)
-                    judgedAfter[path] = made
-                    return made
-                }
-                return state.documents[path].map { $0.rulesResource ?? RulesValue.resource($0.document, database: id) }
-            }, commitTime: commitTime)
-        }
-        var changes: [DocumentChange] = []
+        let staged = try state.stage(writes, commitTime: Timestamp(microseconds: clock.nextCommitMicros()), database: id, judge: judge)
+        return persist(staged, in: &state, companion: companion, receipt: receipt)
+    }
+
+    /// Puts a staged commit in memory, in commit order, and queues it to the store; the feed
+    /// publishes it once durable.
+    func persist(_ staged: StagedCommit, in state: inout DatabaseState, companion: (any CommitCompanion)?,
+                 receipt: QueuedWriteReceipt?) -> (CommitResult, DurabilitySignal) {
+        let commitTime = staged.commitTime, changes = staged.changes
         var upserts: [Document] = []
         var deletes: [ResourcePath] = []
         var befores: [Document] = []
-        for path in order {
-            let before = state.documents[path]?.document
-            let after = working[path]!
-            guard before != after else { continue }
-            changes.append(DocumentChange(path: path, before: before, after: after))
-            if let before { befores.append(before) }
-            if let after {
-                state.put(after, rulesResource: judgedAfter.isEmpty ? nil : judgedAfter[path])
+        for change in changes {
+            if let before = change.before { befores.append(before) }
+            if let after = change.after {
+                state.put(after, rulesResource: staged.judgedAfter.isEmpty ? nil : staged.judgedAfter[change.path])
                 upserts.append(after)
             } else {
-                state.remove(path)
-                deletes.append(path)
+                state.remove(change.path)
+                deletes.append(change.path)
             }
         }
         let signal = DurabilitySignal()
-        let result = CommitResult(commitTime: commitTime, writeResults: results)
+        let result = CommitResult(commitTime: commitTime, writeResults: staged.results)
         var receipt = receipt
         receipt?.answer = JSONWriter.bytes(result.restJSON)
         guard !changes.isEmpty else {

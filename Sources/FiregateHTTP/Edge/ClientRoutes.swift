@@ -39,47 +39,43 @@ struct ClientRoutes: Sendable {
         return json.member("sharedWith")?.stringValue
     }
 
+    /// `/clients/{id}[:verb][/subpath]`, split; `prefixLength` counts `/clients/{id}` as sent.
+    struct ClientPath {
+        let id: String
+        let verb: String?
+        let subpath: String
+        let prefixLength: Int
+
+        init(_ rest: Substring) throws(FiregateError) {
+            let afterSlash = rest.dropFirst()
+            let idPart = afterSlash.prefix { $0 != "/" }
+            subpath = String(afterSlash.dropFirst(idPart.count))
+            var rawID = String(idPart)
+            var verb: String?
+            if let colon = rawID.lastIndex(of: ":"), subpath.isEmpty {
+                verb = String(rawID[rawID.index(after: colon)...])
+                rawID = String(rawID[..<colon])
+            }
+            self.verb = verb
+            id = try PercentDecoding.decode(rawID)
+            guard !id.isEmpty, id.utf8.count <= 256 else { throw .invalidArgument("Invalid client id \"\(id)\".") }
+            guard EdgeClients.sharedPersistenceKey(id) == nil else {
+                throw .invalidArgument("Client ids starting with \"sharedWith/\" are the shared persistences' own; open a tab with {\"sharedWith\": key} instead.")
+            }
+            prefixLength = "/clients/".utf8.count + idPart.utf8.count
+        }
+    }
+
     func dispatch(_ request: Request) async throws(FiregateError) -> Response {
-        let raw = request.uri.path
-        let rest = raw.dropFirst("/clients".count)
+        let rest = request.uri.path.dropFirst("/clients".count)
         if rest.isEmpty || rest == "/" {
-            guard request.method == .get else { throw .notFound("No route for \(request.method) \(raw)") }
-            // Each state is encoded as it comes: no tree of every client's state at once, whose
-            // thousands of small allocations would stay in the server's memory once freed.
-            var out = Array(#"{"clients":["#.utf8)
-            for (index, id) in clients.listedIDs.enumerated() {
-                if index > 0 { out.append(UInt8(ascii: ",")) }
-                JSONWriter.write(await clients.state(of: id), into: &out)
-            }
-            out += Array("]}".utf8)
-            return JSONResponse.bytes(out)
+            guard request.method == .get else { throw .notFound("No route for \(request.method) \(request.uri.path)") }
+            return await list()
         }
-        // /clients/{id}[:verb][/sub…]
-        let afterSlash = rest.dropFirst()
-        let idPart = afterSlash.prefix { $0 != "/" }
-        let subpath = String(afterSlash.dropFirst(idPart.count))
-        var rawID = String(idPart)
-        var verb: String?
-        if let colon = rawID.lastIndex(of: ":"), subpath.isEmpty {
-            verb = String(rawID[rawID.index(after: colon)...])
-            rawID = String(rawID[..<colon])
-        }
-        let id = try PercentDecoding.decode(rawID)
-        guard !id.isEmpty, id.utf8.count <= 256 else { throw .invalidArgument("Invalid client id \"\(id)\".") }
-        guard EdgeClients.sharedPersistenceKey(id) == nil else {
-            throw .invalidArgument("Client ids starting with \"sharedWith/\" are the shared persistences' own; open a tab with {\"sharedWith\": key} instead.")
-        }
-        let prefixLength = "/clients/".utf8.count + idPart.utf8.count
+        let path = try ClientPath(rest)
+        let (id, verb, subpath) = (path.id, path.verb, path.subpath)
         var request = request
-        if let forwarding = documents.forwarding, clients.existing(id) == nil, clients.persistence(ofTab: id) == nil {
-            // A tab runs where its shared persistence runs: opening one claims the persistence
-            // first (its tabs may be routed anywhere), and goes where that runs.
-            if request.method == .put, verb == nil, subpath.isEmpty, let key = try await Self.sharedWith(&request),
-               let answer = try await forwarded(EdgeClients.engineID(key), request, forwarding) {
-                return answer
-            }
-            if let answer = try await forwarded(id, request, forwarding) { return answer }
-        }
+        if let answer = try await runElsewhere(path, &request) { return answer }
         if clients.isClosedTab(id) {
             // A terminated tab answers its state, DELETE, clearPersistence and a PUT that
             // opens it again; nothing else.
@@ -95,21 +91,63 @@ struct ClientRoutes: Sendable {
             let client = clients.client(id)
             await client.noteActivity()
             let tab = clients.persistence(ofTab: id) == nil ? nil : id
-            return await ClientDataRoutes(client: client, documents: documents, tab: tab).respond(request, prefixLength: prefixLength)
+            return await ClientDataRoutes(client: client, documents: documents, tab: tab).respond(request, prefixLength: path.prefixLength)
         }
         if verb == nil, subpath.hasSuffix(".json") || subpath.hasSuffix(".json/") {
             return await ClientTreeRoutes(client: clients.client(id), ticker: documents.ticker).respond(request, location: subpath)
         }
-        if let verb {
-            if let persistence = clients.persistence(ofTab: id), let response = try await TabRoutes(clients: clients, persistence: persistence, tab: id).control(verb, request) {
-                return response
-            }
-            return try await control(id, verb: verb, request)
-        }
-        if subpath.isEmpty {
+        if subpath.isEmpty, verb == nil {
             return try await resource(id, request)
         }
-        return try await subresource(id, subpath: subpath, request)
+        // A tab of a shared persistence answers some calls itself; the engine the rest.
+        if let persistence = clients.persistence(ofTab: id),
+           let response = try await TabRoutes(clients: clients, persistence: persistence, tab: id).respond(verb: verb, subpath: subpath, request) {
+            return response
+        }
+        return try await route(path, request)
+    }
+
+    /// GET /clients: each state encoded as it comes — no tree of every client's state at once,
+    /// whose thousands of small allocations would stay in the server's memory once freed.
+    private func list() async -> Response {
+        var out = Array(#"{"clients":["#.utf8)
+        for (index, id) in clients.listedIDs.enumerated() {
+            if index > 0 { out.append(UInt8(ascii: ",")) }
+            JSONWriter.write(await clients.state(of: id), into: &out)
+        }
+        out += Array("]}".utf8)
+        return JSONResponse.bytes(out)
+    }
+
+    /// On replicas: the answer of the replica that runs this client (or its tab's persistence),
+    /// nil when it runs here.
+    private func runElsewhere(_ path: ClientPath, _ request: inout Request) async throws(FiregateError) -> Response? {
+        guard let forwarding = documents.forwarding, clients.existing(path.id) == nil, clients.persistence(ofTab: path.id) == nil else { return nil }
+        // A tab runs where its shared persistence runs: opening one claims the persistence
+        // first (its tabs may be routed anywhere), and goes where that runs.
+        if request.method == .put, path.verb == nil, path.subpath.isEmpty, let key = try await Self.sharedWith(&request),
+           let answer = try await forwarded(EdgeClients.engineID(key), request, forwarding) {
+            return answer
+        }
+        return try await forwarded(path.id, request, forwarding)
+    }
+
+    /// The declared routes: `POST …:verb` in `verbs`, subpaths in `subroutes`.
+    private func route(_ path: ClientPath, _ request: Request) async throws(FiregateError) -> Response {
+        let handler: ClientSubroute.Handler
+        var parameter = ""
+        if let verb = path.verb {
+            guard request.method == .post else { throw .notFound("No route for \(request.method) \(request.uri.path)") }
+            guard let found = ClientRoutes.verbs[verb] else { throw .notFound("Unknown client method \":\(verb)\".") }
+            handler = found
+        } else {
+            guard let (route, value) = ClientRoutes.subroutes.lazy.compactMap({ route in route.match(request.method, path.subpath).map { (route, $0) } }).first else {
+                throw .notFound("No route for \(request.method) \(request.uri.path)")
+            }
+            handler = route.handler
+            parameter = value
+        }
+        return try await handler(ClientCall(routes: self, id: path.id, client: clients.client(path.id), request: request, parameter: parameter))
     }
 
     /// PUT/GET/DELETE /clients/{id}
@@ -135,142 +173,8 @@ struct ClientRoutes: Sendable {
         }
     }
 
-    /// POST /clients/{id}:verb
-    func control(_ id: String, verb: String, _ request: Request) async throws(FiregateError) -> Response {
-        guard request.method == .post else { throw .notFound("No route for \(request.method) \(request.uri.path)") }
-        let client = clients.client(id)
-        switch verb {
-        case "disableNetwork":
-            await client.disableNetwork()
-            return JSONResponse.make(await client.state())
-        case "enableNetwork":
-            await client.enableNetwork()
-            return JSONResponse.make(await client.state())
-        case "restart":
-            let lost = await client.restart()
-            return JSONResponse.make(["lostWrites": .int(Int64(lost))])
-        case "terminate":
-            await client.terminate()
-            return JSONResponse.make([:])
-        case "clearPersistence":
-            try await client.clearPersistence()
-            return JSONResponse.make([:])
-        case "waitForPendingWrites":
-            let timeout = try QueryParameters(request).int("timeoutMs") ?? 60_000
-            return try await waitForPendingWrites(client, timeoutMs: timeout)
-        case "runTimer":
-            let timers = try SDKTimer.parse(body: try await request.jsonObjectBody())
-            return JSONResponse.make(["ran": .array(try await client.runTimers(timers).map { .string($0) })])
-        case "loadBundle":
-            return try await ClientBundleRoutes(client: client).load(request)
-        case "collectGarbage":
-            let body = try await request.jsonObjectBody()
-            var threshold: Int64?, percentile: Int?
-            if let value = body["thresholdBytes"], value != .null {
-                guard let n = value.integerLike, n >= -1 else { throw .invalidArgument("thresholdBytes must be an integer ≥ 0, or -1 to collect nothing.") }
-                threshold = n
-            }
-            if let value = body["percentile"], value != .null {
-                guard let n = value.integerLike, (0...100).contains(n) else { throw .invalidArgument("percentile must be an integer from 0 to 100.") }
-                percentile = Int(n)
-            }
-            let documents = try await client.collectGarbage(thresholdBytes: threshold, percentile: percentile)
-            return JSONResponse.make(documents.withMember("tree", await client.pruneTree()))
-        default:
-            throw .notFound("Unknown client method \":\(verb)\".")
-        }
-    }
-
-    func waitForPendingWrites(_ client: EdgeClient, timeoutMs: Int) async throws(FiregateError) -> Response {
-        guard try await client.waitForPendingWrites(timeoutMs: timeoutMs) else {
-            throw FiregateError(.deadlineExceeded, "Pending writes were not all acknowledged within \(timeoutMs) ms.")
-        }
-        return JSONResponse.make([:])
-    }
-
-    /// /clients/{id}/network, /gates, /gates:verb, /pendingWrites[/{writeId}]
-    func subresource(_ id: String, subpath: String, _ request: Request) async throws(FiregateError) -> Response {
-        let client = clients.client(id)
-        if let persistence = clients.persistence(ofTab: id), let response = try await TabRoutes(clients: clients, persistence: persistence, tab: id).subresource(subpath, request) {
-            return response
-        }
-        if request.method == .get, subpath.hasPrefix("/namedQueries/") {
-            return try await ClientBundleRoutes(client: client).namedQuery(PercentDecoding.decode(String(subpath.dropFirst("/namedQueries/".count))))
-        }
-        switch (request.method, subpath) {
-        case (.put, "/network"):
-            try await client.setNetwork(try await request.jsonObjectBody())
-            return JSONResponse.make(await client.networkJSON())
-        case (.get, "/network"):
-            return JSONResponse.make(await client.networkJSON())
-        case (.put, "/gates"):
-            try await client.setGates(try await request.jsonObjectBody())
-            return JSONResponse.make(await client.gatesJSON())
-        case (.get, "/gates"):
-            return JSONResponse.make(await client.gatesJSON())
-        case (.post, "/gates:releaseWatch"):
-            await client.releaseWatchGate()
-            return JSONResponse.make(await client.gatesJSON())
-        case (.post, "/gates:releaseWrite"):
-            return try await releaseWrite(client, request)
-        case (.put, "/faults"):
-            return JSONResponse.make(try await client.setFaults(try await request.jsonObjectBody()))
-        case (.get, "/faults"):
-            return JSONResponse.make(await client.faultsJSON)
-        case (.post, "/watch"):
-            return JSONResponse.make(try await client.deliverWatch(try await request.jsonObjectBody()))
-        case (.post, "/gates:sync"):
-            let body = try await request.jsonObjectBody()
-            let token = body["token"]?.stringValue ?? ""
-            await client.syncAll(token: token)
-            return JSONResponse.make(["token": .string(token)])
-        case (.get, "/pendingWrites"):
-            let batches = await client.pendingWrites
-            let database = await client.settings.databaseID
-            let documentWrites: [JSON] = batches.map { batch in
-                [
-                    "id": .string(String(batch.id)),
-                    "state": "pending",
-                    "localWriteTime": .string(batch.localWriteTime.rfc3339),
-                    "writes": .array(batch.writes.map { $0.json(database: database) }),
-                ]
-            }
-            return JSONResponse.make(["writes": .array(documentWrites), "treeWrites": .array(await client.treePendingWrites())])
-        case (.get, _) where subpath.hasPrefix("/pendingWrites/t"):
-            let writeID = String(subpath.dropFirst("/pendingWrites/t".count))
-            guard let n = Int64(writeID), let state = await client.treeWriteState(n) else {
-                throw .notFound("No write \"t\(writeID)\" on client \(id).")
-            }
-            return JSONResponse.make(EdgeClient.render(treeWrite: n, state))
-        case (.get, _) where subpath.hasPrefix("/pendingWrites/"):
-            let writeID = String(subpath.dropFirst("/pendingWrites/".count))
-            guard let n = Int64(writeID), let state = await client.writeState(n) else {
-                throw .notFound("No write \"\(writeID)\" on client \(id).")
-            }
-            return JSONResponse.make(EdgeClient.render(n, state))
-        case (.get, "/sharedClientState"):
-            return try await ClientListenRoute(client: client, ticker: documents.ticker).sharedClientState(request)
-        case (.get, "/snapshotsInSync"):
-            await clients.client(id).noteActivity()
-            return try await ClientListenRoute(client: clients.client(id), ticker: documents.ticker)
-                .snapshotsInSync(request)
-        case (.get, "/indexes"):
-            return JSONResponse.make(await client.indexesJSON())
-        case (.put, "/indexes"):
-            return JSONResponse.make(try await client.configureIndexes(try await request.jsonObjectBody()))
-        case (.delete, "/indexes"):
-            return JSONResponse.make(try await client.deleteAllIndexes())
-        case (.post, "/indexes:enableAutoCreation"):
-            return JSONResponse.make(try await client.setIndexAutoCreation(true))
-        case (.post, "/indexes:disableAutoCreation"):
-            return JSONResponse.make(try await client.setIndexAutoCreation(false))
-        default:
-            if let response = try await ClientSessionRoutes(client: client).respond(request, subpath: subpath) { return response }
-            throw .notFound("No route for \(request.method) \(request.uri.path)")
-        }
-    }
-
-    func releaseWrite(_ client: EdgeClient, _ request: Request) async throws(FiregateError) -> Response {
+    /// POST /clients/{id}/gates:releaseWrite
+    static func releaseWrite(_ client: EdgeClient, _ request: Request) async throws(FiregateError) -> Response {
         let body = try await request.jsonObjectBody()
         if let fail = body["fail"], fail != .null {
             guard let name = fail.stringValue ?? fail.integerLike.map({ String($0) }), let status = Status(name: name), status != .ok else {

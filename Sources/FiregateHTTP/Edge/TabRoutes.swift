@@ -9,6 +9,12 @@ struct TabRoutes {
     let persistence: SharedPersistence
     let tab: String
 
+    /// The tab's own answer to `:verb` or to a subpath; nil when the engine answers.
+    func respond(verb: String?, subpath: String, _ request: Request) async throws(FiregateError) -> Response? {
+        if let verb { return try await control(verb, request) }
+        return try await subresource(subpath, request)
+    }
+
     /// POST /clients/{tab}:verb
     func control(_ verb: String, _ request: Request) async throws(FiregateError) -> Response? {
         guard request.method == .post else { return nil }
