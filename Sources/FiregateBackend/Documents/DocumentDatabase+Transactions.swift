@@ -20,9 +20,13 @@ extension DocumentDatabase {
     /// transaction's lock (the fast paths then leave it to the full path, which waits).
     public func holdsLocks(on writes: [Write]) -> Bool {
         state.withLock { state in
-            !state.transactions.isEmpty && !state.lockHolders(of: writes.map(\.path), except: nil, now: clock.now()).isEmpty
+            !state.transactions.isEmpty && !state.lockHolders(of: writes.map(\.path), except: nil, now: lockTime).isEmpty
         }
     }
+
+    /// The clock's reading for lock and idle checks: unlike `clock.now()` it hands out no time,
+    /// so checking locks does not move a frozen clock's next commit time.
+    var lockTime: Timestamp { Timestamp(microseconds: clock.readingMicros()) }
 
     static let transactionLifetimeMicros: Int64 = 270 * 1_000_000
     /// How long a write waits for an older transaction's lock before it fails; the official
@@ -66,7 +70,8 @@ extension DocumentDatabase {
         let deadline = ContinuousClock.now + DocumentDatabase.lockWait
         while true {
             let outcome: T? = try state.withLock { state throws(FiregateError) -> T? in
-                let now = clock.now()
+                // No transaction, no lock: no clock reading either (the common commit).
+                let now = state.transactions.isEmpty ? Timestamp(microseconds: 0) : lockTime
                 if let transaction {
                     guard let tx = state.transactions[transaction] else { throw DocumentDatabase.invalidTransaction }
                     if tx.isIdle(at: now) {

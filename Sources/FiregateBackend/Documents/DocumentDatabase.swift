@@ -181,7 +181,7 @@ public final class DocumentDatabase: Sendable {
             return Snapshot(time: time, readTime: time)
         case .transaction(let txID):
             guard let tx = state.transactions[txID] else { throw DocumentDatabase.invalidTransaction }
-            let now = clock.now()
+            let now = lockTime
             if tx.isIdle(at: now) {
                 state.transactions[txID] = nil
                 throw DocumentDatabase.invalidTransaction
@@ -247,7 +247,7 @@ public final class DocumentDatabase: Sendable {
         defer { judge?.settle() }  // after the lock is released
         let (result, signal) = try state.withLock { state throws(FiregateError) in
             // A document a transaction holds: the full path (`commit`) waits for it.
-            if !state.transactions.isEmpty, !state.lockHolders(of: writes.map(\.path), except: nil, now: clock.now()).isEmpty {
+            if !state.transactions.isEmpty, !state.lockHolders(of: writes.map(\.path), except: nil, now: lockTime).isEmpty {
                 throw DocumentDatabase.lockTimeout
             }
             return try apply(writes, in: &state, companion: companion, judge: judge)
@@ -308,7 +308,7 @@ public final class DocumentDatabase: Sendable {
         let applyEach = { (state: inout DatabaseState) -> [Result<(WriteResult, DurabilitySignal), FiregateError>] in
             writes.map { write -> Result<(WriteResult, DurabilitySignal), FiregateError> in
                 do throws(FiregateError) {
-                    if !state.lockHolders(of: [write.path], except: nil, now: self.clock.now()).isEmpty { throw DocumentDatabase.lockTimeout }
+                    if !state.lockHolders(of: [write.path], except: nil, now: self.lockTime).isEmpty { throw DocumentDatabase.lockTimeout }
                     let (result, signal) = try self.apply([write], in: &state, judge: judge)
                     return .success((result.writeResults[0], signal))
                 } catch {
