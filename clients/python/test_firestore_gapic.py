@@ -228,16 +228,23 @@ def test_transaction_begin_read_commit(client, names, base_url, project):
     client.rollback(request={"database": names.db, "transaction": ro})
 
 
-def test_transaction_conflict_raises_conflict(client, names, base_url, project):
+def test_transaction_conflicts_raise_conflict(client, names, base_url, project):
+    """A transaction's read locks the document (docs/transactions.md): a write from outside gives
+    up with 409 ABORTED, and of two transactions the older commits and the younger is aborted."""
     f = Fs(base_url, project)
     f.set("c/d", {"n": 1})
-    tx = client.begin_transaction(request={"database": names.db}).transaction
-    client.get_document(request={"name": names.doc("c/d"), "transaction": tx})
-    f.set("c/d", {"n": 100})
+    older = client.begin_transaction(request={"database": names.db}).transaction
+    younger = client.begin_transaction(request={"database": names.db}).transaction
+    for tx in (younger, older):
+        client.get_document(request={"name": names.doc("c/d"), "transaction": tx})
+    outside = f.patch("c/d", {"n": 100})
+    assert outside.status_code == 409 and outside.json()["error"]["status"] == "ABORTED", outside.text
+    client.commit(request={"database": names.db, "transaction": older, "writes": [
+        {"update": {"name": names.doc("c/d"), "fields": {"n": V(integer_value=2)}}}]})
     with pytest.raises(gexc.Conflict):          # 409 ABORTED
-        client.commit(request={"database": names.db, "transaction": tx, "writes": [
-            {"update": {"name": names.doc("c/d"), "fields": {"n": V(integer_value=2)}}}]})
-    assert f.get_ok("c/d")["fields"] == fields({"n": 100})
+        client.commit(request={"database": names.db, "transaction": younger, "writes": [
+            {"update": {"name": names.doc("c/d"), "fields": {"n": V(integer_value=3)}}}]})
+    assert f.get_ok("c/d")["fields"] == fields({"n": 2})
 
 
 def test_list_collection_ids_and_batch_write(client, names):
