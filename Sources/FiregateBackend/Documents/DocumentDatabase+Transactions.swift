@@ -20,7 +20,7 @@ extension DocumentDatabase {
     /// transaction's lock (the fast paths then leave it to the full path, which waits).
     public func holdsLocks(on writes: [Write]) -> Bool {
         state.withLock { state in
-            !state.transactions.isEmpty && !state.lockHolders(of: writes.map(\.path), except: nil, now: lockTime).isEmpty
+            !state.transactions.isEmpty && !state.lockHolders(of: writes.lazy.map(\.path), except: nil, now: lockTime).isEmpty
         }
     }
 
@@ -64,7 +64,7 @@ extension DocumentDatabase {
     /// Runs `body` under the state lock once no older transaction holds a lock on `paths`
     /// (younger holders are aborted), polling while it waits; `transaction` is the committing
     /// one, nil for a write outside transactions. When the wait runs out, `timedOut` runs instead.
-    func afterLocks<T>(on paths: Set<ResourcePath>, transaction: String?,
+    func afterLocks<T>(on paths: some Collection<ResourcePath>, transaction: String?,
                        timedOut: (inout DatabaseState) throws(FiregateError) -> T,
                        _ body: (inout DatabaseState) throws(FiregateError) -> T) async throws(FiregateError) -> T {
         let deadline = ContinuousClock.now + DocumentDatabase.lockWait

@@ -247,7 +247,7 @@ public final class DocumentDatabase: Sendable {
         defer { judge?.settle() }  // after the lock is released
         let (result, signal) = try state.withLock { state throws(FiregateError) in
             // A document a transaction holds: the full path (`commit`) waits for it.
-            if !state.transactions.isEmpty, !state.lockHolders(of: writes.map(\.path), except: nil, now: lockTime).isEmpty {
+            if !state.transactions.isEmpty, !state.lockHolders(of: writes.lazy.map(\.path), except: nil, now: lockTime).isEmpty {
                 throw DocumentDatabase.lockTimeout
             }
             return try apply(writes, in: &state, companion: companion, judge: judge)
@@ -268,7 +268,7 @@ public final class DocumentDatabase: Sendable {
         }
         let locked: Result<(CommitResult, DurabilitySignal), FiregateError>
         do {
-            locked = .success(try await afterLocks(on: Set(writes.map(\.path)), transaction: transaction, timedOut: { state throws(FiregateError) in
+            locked = .success(try await afterLocks(on: writes.lazy.map(\.path), transaction: transaction, timedOut: { state throws(FiregateError) in
                 if let transaction { state.transactions[transaction]?.abort() }
                 throw DocumentDatabase.lockTimeout
             }) { state throws(FiregateError) in
@@ -308,7 +308,7 @@ public final class DocumentDatabase: Sendable {
         let applyEach = { (state: inout DatabaseState) -> [Result<(WriteResult, DurabilitySignal), FiregateError>] in
             writes.map { write -> Result<(WriteResult, DurabilitySignal), FiregateError> in
                 do throws(FiregateError) {
-                    if !state.lockHolders(of: [write.path], except: nil, now: self.lockTime).isEmpty { throw DocumentDatabase.lockTimeout }
+                    if !state.transactions.isEmpty, !state.lockHolders(of: CollectionOfOne(write.path), except: nil, now: self.lockTime).isEmpty { throw DocumentDatabase.lockTimeout }
                     let (result, signal) = try self.apply([write], in: &state, judge: judge)
                     return .success((result.writeResults[0], signal))
                 } catch {

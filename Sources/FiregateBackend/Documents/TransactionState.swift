@@ -60,7 +60,7 @@ extension DatabaseState {
         guard !transactions.isEmpty else { return [] }
         var holders: [String] = []
         for (id, tx) in transactions where id != owner && !tx.readOnly && !tx.reads.isEmpty && !tx.isIdle(at: now) {
-            if paths.contains(where: { tx.reads.keys.contains($0) }) { holders.append(id) }
+            if paths.contains(where: { tx.reads[$0] != nil }) { holders.append(id) }
         }
         return holders
     }
