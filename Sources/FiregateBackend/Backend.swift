@@ -17,6 +17,8 @@ public final class Backend: Sendable {
     public let tree: TreeBackend
     /// What happened, for the operations event stream.
     public let operations: OperationsLog
+    /// Each edge client's and real SDK connection's steps, for the timeline routes.
+    public let timelines: Timelines
     /// The security rules in force and the decisions they made.
     public let rules: SecurityRules
     /// The project used when a request names none (the tree's default namespace).
@@ -43,6 +45,7 @@ public final class Backend: Sendable {
         self.defaultProject = defaultProject
         let operations = OperationsLog(clock: clock)
         self.operations = operations
+        timelines = Timelines(clock: clock)
         rules = SecurityRules(clock: clock)
         let documentStorage: any DocumentStorage = documentStorage ?? (directory == nil ? MemoryDocumentStorage() : SQLiteDocumentStorage(store: store))
         documents = try DocumentBackend(storage: documentStorage, clock: clock, operations: operations, loadInBackground: loadInBackground)

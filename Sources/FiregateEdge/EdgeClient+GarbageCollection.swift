@@ -78,6 +78,8 @@ extension EdgeClient {
             local.gcRuns += 1
             local.lastGC = result.withMember("time", .string(now().rfc3339))
             backend.operations.record(.garbageCollected(client: id, documentsRemoved: plan.documents.count, targetsRemoved: plan.targets.count))
+            timeline.record(.gc, [("documentsRemoved", .int(Int64(plan.documents.count))), ("targetsRemoved", .int(Int64(plan.targets.count))),
+                                  ("bytesBefore", .int(Int64(before))), ("bytesAfter", .int(Int64(cacheBytes)))])
         }
         return result
     }

@@ -32,6 +32,7 @@ extension EdgeClient {
         events.add(listenerID, ListenerRegistration(queryID: queryID, options: options,
                                                     listener: QueryListener(includeMetadataChanges: options.includeMetadataChanges, cacheOnly: options.cacheOnly),
                                                     output: output))
+        timeline.listenOpened(String(listenerID), target: options.document?.description ?? query.timelineName)
         output.onTermination = { [weak self] _ in
             Task { await self?.removeListener(listenerID) }
         }
@@ -62,6 +63,7 @@ extension EdgeClient {
     func removeListener(_ listenerID: Int) {
         events.remove(listenerID)
         guard let entry = queries.states.removeValue(forKey: listenerID) else { return }
+        timeline.listenClosed(String(listenerID))
         noteStreamClosed()
         updateWatchInterest()
         remote.heldTargets.remove(listenerID)
@@ -206,5 +208,15 @@ extension EdgeClient {
         queries.states.removeAll()
         remote.heldTargets.removeAll()
         tabs.endAll(with: error)
+    }
+}
+
+extension Query {
+    /// A query as the timeline names it: its collection (or group), whether it filters, its limit.
+    var timelineName: String {
+        var name = allDescendants ? "collectionGroup \(collectionID)" : collectionPath.description
+        if filter != nil { name += " where …" }
+        if let limit { name += limitToLast ? " limitToLast \(limit)" : " limit \(limit)" }
+        return name
     }
 }

@@ -213,6 +213,7 @@ extension EdgeClient {
 
     /// disableNetwork (or injected loss): every target stops being current; views go fromCache.
     func goOffline() {
+        timeline.network(online: false, cause: offlineCauseName)
         stopWatch()
         remote.scripted?.networkChanged(online: false)
         remote.heldTargets.removeAll()
@@ -222,9 +223,18 @@ extension EdgeClient {
         backend.operations.record(.network(client: id, online: false))
     }
 
+    /// Why the client is offline, as its timeline says it.
+    private var offlineCauseName: String {
+        if !remote.network.online { return "networkSwitch" }
+        if remote.offlineCauses.contains(.storageFailure) { return "storageFailure" }
+        if remote.offlineCauses.contains(.noPrimaryTab) { return "noPrimaryTab" }
+        return "watchStream"
+    }
+
     /// enableNetwork: reconnect the watch, refetch every target (unless the gate holds them),
     /// and send the queued writes.
     func goOnline() {
+        timeline.network(online: true)
         reconnect()
         backend.operations.record(.network(client: id, online: true))
     }

@@ -44,6 +44,7 @@ extension EdgeClient {
                 throw .internal("The write could not be persisted: \(error)")
             }
         }
+        timeline.writeQueued(String(batch.id), documents: writes.map(\.path.description))
         broadcast(TabCoordinator.batchNotification(batch.id, .pending))
         updateViews()
         pumpWrites()
@@ -127,6 +128,7 @@ extension EdgeClient {
               !replicas.holdsLease(of: .documents(project: database.project, database: database.database)) else { return false }
         for batch in batches {
             guard local.mutationQueue.batches.contains(where: { $0.id == batch.id }) else { continue }
+            timeline.writeSent(String(batch.id))
             if let rejection = remote.network.takeInjectedRejection() {
                 guard settle(batch, .failure(rejection)) else { scheduleRetry(); return true }
                 continue
@@ -147,6 +149,7 @@ extension EdgeClient {
 
     /// Applies one batch on the backend now (or fails it by the injected network condition).
     private func beginCommit(_ batch: MutationBatch) -> Result<DocumentDatabase.PendingCommit, FiregateError> {
+        timeline.writeSent(String(batch.id))
         if let rejection = remote.network.takeInjectedRejection() { return .failure(rejection) }
         do {
             // The batch leaves the on-disk queue in the commit's own transaction.
@@ -260,10 +263,13 @@ extension EdgeClient {
         let (acks, drained) = writeCallbacks.settle(batchID, state, lowestQueued: local.mutationQueue.first?.id)
         broadcast(TabCoordinator.batchNotification(batchID, state))
         switch state {
-        case .acknowledged: backend.operations.record(.writeAcknowledged(client: id, writeID: String(batchID)))
+        case .acknowledged(let result):
+            backend.operations.record(.writeAcknowledged(client: id, writeID: String(batchID)))
+            timeline.writeAcknowledged(String(batchID), commitTime: result.commitTime)
         case .rejected(let error):
             let decision = error.status == .permissionDenied ? backend.rules.decisions.latestRefusal(client: id) : nil
             backend.operations.record(.writeRejected(client: id, writeID: String(batchID), error: error, decision: decision))
+            timeline.writeRejected(String(batchID), error: error, decision: decision)
         case .pending: break
         }
         for waiter in acks { waiter.resume(returning: state) }

@@ -30,7 +30,7 @@ public actor EdgeClient {
     var heartbeat = HeartbeatMonitor()
 
     /// The listeners and snapshots-in-sync observers, and what is yielded to them.
-    var events = EventManager()
+    var events: EventManager
     /// Each listener's query state and the limbo lookups (the sync engine's query side).
     var queries = QueryStates()
 
@@ -43,6 +43,7 @@ public actor EdgeClient {
         self.backend = backend
         self.gcScheduler = gcScheduler
         self.settings = settings
+        events = EventManager(timeline: backend.timelines.recorder(TimelineLane.clientID(id)))
         local = LocalStore(storage: storage, persistent: settings.persistence == .persistent, clock: backend.clock)
         if let saved = snapshot?.settings.member(EdgeClient.savedNetworkKey), saved != .null {
             var conditions = NetworkConditions()
@@ -63,6 +64,9 @@ public actor EdgeClient {
     }
 
     var database: DocumentDatabase { backend.documents.database(settings.databaseID) }
+
+    /// The client's lane of the timeline (docs/timeline.md).
+    var timeline: TimelineRecorder { backend.timelines.recorder(TimelineLane.clientID(id)) }
 
     /// The tree side, made on first use with the client's settings and link.
     public var tree: TreeSync {
@@ -295,6 +299,7 @@ public actor EdgeClient {
         started = false
         remote.writePipeline.stopSending()
         backend.operations.record(.client(client: id, action: "restarted"))
+        timeline.lifecycle("restarted")
         pumpWrites()
         return lost + treeLost
     }
@@ -302,6 +307,7 @@ public actor EdgeClient {
     public func terminate() async {
         await stop(ending: nil)
         backend.operations.record(.client(client: id, action: "terminated"))
+        timeline.lifecycle("terminated")
     }
 
     /// terminate()'s work: the tree side, listeners, watch and collector stop; nothing is sent.
@@ -320,6 +326,7 @@ public actor EdgeClient {
         await stop(ending: reason)
         heartbeat.stop()
         backend.operations.record(.client(client: id, action: "relinquished"))
+        timeline.lifecycle("relinquished")
     }
 
     public func clearPersistence() async throws(FiregateError) {
@@ -333,6 +340,7 @@ public actor EdgeClient {
         local.forgetCache()
         local.clearStorage(includingSettings: false)
         backend.operations.record(.client(client: id, action: "persistenceCleared"))
+        timeline.lifecycle("persistenceCleared")
     }
 
     /// DELETE /clients/{id} (or a reset of the emulator, whose `reason` its listeners receive):
@@ -346,5 +354,6 @@ public actor EdgeClient {
         terminated = true
         local.clearStorage(includingSettings: true)
         backend.operations.record(.client(client: id, action: "deleted"))
+        backend.timelines.close(TimelineLane.clientID(id), action: "deleted")
     }
 }

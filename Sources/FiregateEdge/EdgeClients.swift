@@ -66,7 +66,9 @@ public final class EdgeClients: Sendable {
             }
         }
         if treeSnapshot?.writes.isEmpty == false { Task { await client.tree.begin() } }
-        backend.operations.record(.client(client: id, action: snapshot == nil && treeSnapshot == nil ? "created" : "restored"))
+        let action = snapshot == nil && treeSnapshot == nil ? "created" : "restored"
+        backend.operations.record(.client(client: id, action: action))
+        backend.timelines.open(kind: "client", name: id, protocol: "edge", project: settings.databaseID.project, action: action)
         return client
     }
 
@@ -97,6 +99,7 @@ public final class EdgeClients: Sendable {
                 clients.withLock { $0[archive.id] = client }
             }
             backend.operations.record(.client(client: archive.id, action: "imported"))
+            backend.timelines.open(kind: "client", name: archive.id, protocol: "edge", project: archive.settings.databaseID.project, action: "imported")
             await client.pumpWrites()
         }
     }

@@ -53,4 +53,32 @@ enum ServerSentEvents {
             }
         }
     }
+
+    /// A response streaming `events` as frames (`frame` renders one; nil skips it), merged with
+    /// the ticker's keep-alives; at most `capacity` frames wait for a slow reader. `end` runs once
+    /// it stops (it ends the subscription); at shutdown an `error` event says why first.
+    static func response<Event: Sendable>(_ request: Request, events: AsyncStream<Event>, capacity: Int, ticker: KeepAliveTicker,
+                                          end: @escaping @Sendable () -> Void,
+                                          frame: @escaping @Sendable (Event) -> ByteBuffer?) -> Response {
+        Response(status: .ok, headers: headers, body: ResponseBody { writer in
+            let (frames, output) = AsyncStream<ByteBuffer>.makeStream(bufferingPolicy: .bufferingNewest(capacity))
+            let forward = Task {
+                for await event in events {
+                    if let buffer = frame(event) { output.yield(buffer) }
+                }
+                output.finish()
+            }
+            let registration = ticker.register { output.yield(keepAlive) }
+            defer {
+                ticker.unregister(registration)
+                forward.cancel()
+                end()
+            }
+            await write(frames, to: &writer, request: request) {
+                output.yield(ServerSentEvents.frame(event: "error", json: JSON.errorBody(FiregateError(.unavailable, "The server is shutting down."))))
+                forward.cancel()
+                end()
+            }
+        })
+    }
 }

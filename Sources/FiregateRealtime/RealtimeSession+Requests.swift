@@ -4,12 +4,33 @@ import FiregateModel
 /// The requests a client makes (docs/wire/realtime-database.md, Requests), each answered once.
 extension RealtimeSession {
     func answer(_ number: Int64, action: String, body: JSON) async {
+        let path = body.member("p")?.stringValue ?? "/"
+        if action == "p" || action == "m" { hooks.timeline?.writeSent("r\(number)", documents: [path]) }
         do {
-            send(try await perform(number, action: action, body: body))
+            let reply = try await perform(number, action: action, body: body)
+            recordAnswer(number, action: action, path: path, error: nil)
+            send(reply)
         } catch let error as FiregateError {
+            recordAnswer(number, action: action, path: path, error: error)
             send(RealtimeOutbound.reply(number, status: RealtimeStatus.code(for: error), data: .string(error.message)))
         } catch {
+            recordAnswer(number, action: action, path: path, error: .internal("\(error)"))
             send(RealtimeOutbound.reply(number, status: "failure", data: .string("\(error)")))
+        }
+    }
+
+    /// A request's outcome on the connection's timeline (docs/timeline.md).
+    private func recordAnswer(_ number: Int64, action: String, path: String, error: FiregateError?) {
+        guard let timeline = hooks.timeline else { return }
+        switch (action, error) {
+        case ("p", nil), ("m", nil): timeline.writeAcknowledged("r\(number)", commitTime: nil)
+        case ("p", let error?), ("m", let error?): timeline.writeRejected("r\(number)", error: error, decision: nil)
+        case ("q", nil): timeline.listenOpened(path, target: path)
+        case ("q", let error?): timeline.listenClosed(path, reason: error.message)
+        case ("n", nil): timeline.listenClosed(path)
+        case ("o", nil), ("om", nil): timeline.onDisconnect(registered: true, path: path, op: action == "o" ? "set" : "update")
+        case ("oc", nil): timeline.onDisconnect(registered: true, path: path, op: "cancel")
+        default: break
         }
     }
 

@@ -22,6 +22,9 @@ public struct RealtimeSessionHooks: Sendable {
     /// The registered onDisconnect operations are now these (none once they ran or were
     /// forgotten): replicas keep them in the shared store for when this one dies.
     public var onDisconnectChanged: (@Sendable ([OnDisconnectOperation]) -> Void)?
+    /// The connection's timeline lane: its listens, writes, onDisconnect operations and the
+    /// data pushed to it.
+    public var timeline: TimelineRecorder?
 
     public init() {}
 }
@@ -229,7 +232,10 @@ public final class RealtimeSession: Sendable {
             // Server values resolve now, at execution; an operation the tree refuses is skipped.
             guard let request = try? operation.request() else { continue }
             // Judged again as it fires, with the identity the connection had last (B7).
-            if (try? await tree.write(namespace: namespace, request, judge: judge(), forwardingAs: caller)) != nil { hooks.onDisconnectRan(operation) }
+            if (try? await tree.write(namespace: namespace, request, judge: judge(), forwardingAs: caller)) != nil {
+                hooks.onDisconnectRan(operation)
+                hooks.timeline?.onDisconnect(registered: false, path: operation.path.description, op: operation.name)
+            }
         }
         let waiters = state.withLock { state in
             state.disconnected = true
@@ -255,6 +261,7 @@ public final class RealtimeSession: Sendable {
             return
         }
         guard let update = frame.update else { return }
+        hooks.timeline?.snapshot(key.path.description, fromCache: nil, hasPendingWrites: nil, documents: nil, changes: [("changed", key.path.description)])
         // Untagged listens of one location and format get the same bytes: encoded once per frame.
         guard let tag else { return send(frame.derivedEncoding { RealtimeOutbound.push(update, at: key.path, tag: nil) }) }
         send(RealtimeOutbound.push(update, at: key.path, tag: tag))

@@ -52,7 +52,7 @@ extension ViewSnapshot {
         }
         return body.withMember("changes", .array(changes.map { change in
             [
-                "type": .string(change.kind == .added ? "added" : change.kind == .removed ? "removed" : "modified"),
+                "type": .string(change.kind.name),
                 "oldIndex": .int(Int64(change.oldIndex)),
                 "newIndex": .int(Int64(change.newIndex)),
                 "document": renderDocument(change.document, database: database, options: options),

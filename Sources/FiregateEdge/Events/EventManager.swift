@@ -1,3 +1,4 @@
+import FiregateBackend
 import FiregateModel
 
 /// The SDK's EventManager (core/event_manager.ts): the open listeners and `onSnapshotsInSync`
@@ -11,6 +12,12 @@ struct EventManager {
     private var nextID = 1
     /// Snapshots raised so far, over every listener of the client.
     private(set) var eventCounter: Int64 = 0
+    /// Where each raised snapshot is recorded (the client's timeline lane).
+    let timeline: TimelineRecorder?
+
+    init(timeline: TimelineRecorder? = nil) {
+        self.timeline = timeline
+    }
 
     /// An id for a new listener or observer, never reused.
     mutating func allocateID() -> Int {
@@ -26,7 +33,7 @@ struct EventManager {
     mutating func onViewSnapshot(_ snapshot: ViewSnapshot, for listenerID: Int, onlineState: OnlineState, database: DatabaseID) {
         guard var registration = listeners[listenerID] else { return }
         // The listener's rules keep state whether or not they raise.
-        if let raised = registration.listener.onViewSnapshot(snapshot, onlineState: onlineState) { emit(raised, to: &registration, database: database) }
+        if let raised = registration.listener.onViewSnapshot(snapshot, onlineState: onlineState) { emit(raised, to: &registration, listenerID: listenerID, database: database) }
         listeners[listenerID] = registration
     }
 
@@ -34,14 +41,18 @@ struct EventManager {
     mutating func onOnlineStateChange(_ onlineState: OnlineState, for ids: [Int], database: DatabaseID) {
         for listenerID in ids {
             guard var registration = listeners[listenerID] else { continue }
-            if let raised = registration.listener.onOnlineStateChange(onlineState) { emit(raised, to: &registration, database: database) }
+            if let raised = registration.listener.onOnlineStateChange(onlineState) { emit(raised, to: &registration, listenerID: listenerID, database: database) }
             listeners[listenerID] = registration
         }
     }
 
     /// A raised snapshot goes out on the listener's stream; a listener too far behind is ended.
-    private mutating func emit(_ snapshot: ViewSnapshot, to registration: inout ListenerRegistration, database: DatabaseID) {
+    private mutating func emit(_ snapshot: ViewSnapshot, to registration: inout ListenerRegistration, listenerID: Int, database: DatabaseID) {
         eventCounter += 1
+        timeline?.snapshot(String(listenerID), fromCache: snapshot.fromCache, hasPendingWrites: snapshot.hasPendingWrites,
+                           documents: snapshot.documents.count,
+                           changes: snapshot.changes.map { ($0.kind.name, $0.document.document.path.description) },
+                           extra: [("snapshotId", .int(eventCounter))])
         let body = JSONWriter.bytes(snapshot.render(database: database, options: registration.options))
         if case .dropped = registration.output.yield(.snapshot(id: eventCounter, body: body)) {
             registration.output.yield(.error(FiregateError(.resourceExhausted, "The listener fell too far behind and was closed.")))

@@ -3,7 +3,12 @@ import FiregateModel
 /// One change in a view snapshot. `metadata` changes (only the document's pending flag
 /// flipped) surface as `modified` in the public API.
 public struct ViewDocumentChange: Sendable, Equatable {
-    public enum Kind: Sendable, Equatable { case added, removed, modified, metadata }
+    public enum Kind: Sendable, Equatable {
+        case added, removed, modified, metadata
+
+        /// `added`, `removed` or `modified`, as listener events and the timeline name it.
+        public var name: String { self == .added ? "added" : self == .removed ? "removed" : "modified" }
+    }
 
     public var kind: Kind
     public var document: LocalDocument

@@ -14,6 +14,7 @@ extension EdgeClient {
         let streamBefore = scriptedWatchJSON
         let previous = tabs.context.primary
         if decision.primary != previous {
+            timeline.record(.tab, [("action", .string("primary")), ("tab", decision.primary.map(JSON.string) ?? .null)])
             local.faults = StorageFaults()
             if let primary = decision.primary, let primaryFaults = decision.faults[primary] { local.faults = primaryFaults }
             beginPrimaryTerm(of: decision.primary)

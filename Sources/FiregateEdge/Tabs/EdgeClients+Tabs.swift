@@ -48,6 +48,7 @@ extension EdgeClients {
         try await persistence.open(id, request)
         shared.register(id, in: persistence)
         backend.operations.record(.client(client: id, action: "tabOpened"))
+        await persistence.engine.timeline.record(.tab, [("action", .string("opened")), ("tab", .string(id))])
         return persistence
     }
 
@@ -57,6 +58,7 @@ extension EdgeClients {
         guard let persistence = shared.unregister(id, remember: remember) else { return false }
         await persistence.close(id)
         backend.operations.record(.client(client: id, action: "tabClosed"))
+        await persistence.engine.timeline.record(.tab, [("action", .string("closed")), ("tab", .string(id))])
         return true
     }
 

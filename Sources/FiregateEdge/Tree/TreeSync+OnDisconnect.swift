@@ -27,6 +27,7 @@ extension TreeSync {
         }
         let operation = OnDisconnectOperation(path: path, kind: kind, registered: connected)
         onDisconnect.add(operation)
+        timeline.onDisconnect(registered: true, path: path.description, op: op)
         if operation.registered { keepRegistered() }
         return operation.json
     }
@@ -79,7 +80,7 @@ extension TreeSync {
         }
         saveCache(touched)
         refreshViews(touching: touched)
-        let previous = disconnectWork, tree = backend.tree, namespace = self.namespace, operationsLog = backend.operations, client = clientID
+        let previous = disconnectWork, tree = backend.tree, namespace = self.namespace, operationsLog = backend.operations, client = clientID, timeline = self.timeline
         disconnectWork = Task {
             await previous?.value
             for operation in operations {
@@ -87,6 +88,7 @@ extension TreeSync {
                 // Judged when registered; on replicas, run at the namespace's owner as the admin.
                 _ = try? await tree.write(namespace: namespace, request, forwardingAs: RulesCaller(identity: .admin, surface: "edge", client: client))
                 operationsLog.record(.onDisconnect(client: client, path: operation.path.description, op: operation.name))
+                timeline.onDisconnect(registered: false, path: operation.path.description, op: operation.name)
             }
         }
     }

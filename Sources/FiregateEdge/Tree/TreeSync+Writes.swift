@@ -65,6 +65,7 @@ extension TreeSync {
         }
         write.durable = true
         writes.update(id) { $0.durable = true }
+        timeline.writeQueued("t\(id)", documents: [path.description])
         pump()
         let entries: [TreePatchEntry] = if case .merge(let applied) = change { applied } else { [] }
         return TreeWriteReceipt(id: id, path: path, pushKey: pushKey, value: localValue(at: path), entries: entries, committed: committed)
@@ -106,6 +107,7 @@ extension TreeSync {
     /// Hands one write to the backend. nil: a transient failure, retry later.
     func transmit(_ write: TreeUserWrite) async -> Input? {
         if let work = disconnectWork { await work.value }
+        timeline.writeSent("t\(write.id)")
         // Judged with the identity the client has as it sends the write.
         let judge = rulesJudge()
         do {
@@ -187,6 +189,7 @@ extension TreeSync {
         saveCache(changed)
         finish(id, .acknowledged(answer: acknowledgement.answer))
         backend.operations.record(.writeAcknowledged(client: clientID, writeID: "t\(id)"))
+        timeline.writeAcknowledged("t\(id)", commitTime: nil)
         return write.touchedPaths + values.map(\.0)
     }
 
@@ -203,6 +206,7 @@ extension TreeSync {
         finish(id, .rejected(error))
         let decision = error.status == .permissionDenied ? backend.rules.decisions.latestRefusal(client: clientID) : nil
         backend.operations.record(.writeRejected(client: clientID, writeID: "t\(id)", error: error, decision: decision))
+        timeline.writeRejected("t\(id)", error: error, decision: decision)
         return write.touchedPaths
     }
 

@@ -107,6 +107,9 @@ public actor TreeSync {
 
     /// The client's clock in milliseconds: the server clock plus the configured offset.
     /// The client's clock: the server's plus the configured offset.
+    /// The client's lane of the timeline (docs/timeline.md).
+    var timeline: TimelineRecorder { backend.timelines.recorder(TimelineLane.clientID(clientID)) }
+
     func nowMillis() -> Int64 { backend.clock.nowMicros() / 1000 + clockOffsetMs }
 
     /// The SDK's estimate of the server's clock: its own clock plus `.info/serverTimeOffset`

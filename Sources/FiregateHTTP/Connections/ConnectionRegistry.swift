@@ -63,6 +63,8 @@ final class ConnectionRegistry: Sendable {
         }
         guard let opened else { return nil }
         backend.operations.record(.connection(id: opened.id, protocol: opened.protocol, opened: true, reason: nil))
+        backend.timelines.open(kind: "connection", name: opened.id, protocol: opened.protocol, project: opened.project ?? opened.namespace,
+                               appId: opened.appId, action: "opened")
         return opened.id
     }
 
@@ -74,6 +76,7 @@ final class ConnectionRegistry: Sendable {
     func close(_ id: String, reason: String) {
         guard let entry = state.withLock({ $0.entries.removeValue(forKey: id) }) else { return }
         backend.operations.record(.connection(id: id, protocol: entry.info.protocol, opened: false, reason: reason))
+        backend.timelines.close(TimelineLane.connectionID(id), action: "closed", fields: [("reason", .string(reason))])
     }
 
     func updateListens(_ id: String, by delta: Int) {
@@ -124,9 +127,16 @@ final class ConnectionRegistry: Sendable {
         let dropped = state.withLock { state -> [Entry] in
             state.switches.removeAll { $0.match == networkSwitch.match }
             if !networkSwitch.isNeutral { state.switches.append(networkSwitch) }
-            guard !networkSwitch.online else { return [] }
+            guard !networkSwitch.online else {
+                for entry in state.entries.values where networkSwitch.latencyMs > 0 && networkSwitch.match.matches(entry.info) {
+                    backend.timelines.recorder(TimelineLane.connectionID(entry.info.id))
+                        .record(.network, [("online", .bool(true)), ("latencyMs", .int(Int64(networkSwitch.latencyMs)))])
+                }
+                return []
+            }
             return state.entries.values.filter { networkSwitch.match.matches($0.info) }
         }
+        for entry in dropped { backend.timelines.recorder(TimelineLane.connectionID(entry.info.id)).network(online: false, cause: "networkSwitch") }
         for entry in dropped { entry.controls.drop(.unavailable("The connection was taken offline by a Firegate network switch.")) }
         return dropped.map(\.info.id)
     }
@@ -134,6 +144,7 @@ final class ConnectionRegistry: Sendable {
     /// Drops one connection once; false when there is none with that id.
     func drop(_ id: String) -> Bool {
         guard let entry = state.withLock({ $0.entries[id] }) else { return false }
+        backend.timelines.recorder(TimelineLane.connectionID(id)).network(online: false, cause: "drop")
         entry.controls.drop(.unavailable("The connection was dropped by the test (Firegate connections :drop)."))
         return true
     }

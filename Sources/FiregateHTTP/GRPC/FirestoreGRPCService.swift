@@ -122,7 +122,7 @@ struct FirestoreGRPCService: Sendable {
                 return await FirestoreListenCall(backend: backend, options: listenOptions, ticket: ticket)
                     .run(requests: requests, responses: &responses, channel: channel, readers: readers)
             case "Write":
-                return await FirestoreWriteCall(backend: backend, ticket: ticket, forwarding: forwarding).run(requests: requests, responses: &responses, channel: channel, readers: readers)
+                return await FirestoreWriteCall(backend: backend, ticket: ticket, forwarding: forwarding, timeline: ticket.map { backend.timelines.recorder(TimelineLane.connectionID($0.entryID)) }).run(requests: requests, responses: &responses, channel: channel, readers: readers)
             case "ExecutePipeline":
                 throw FiregateError.unimplemented("ExecutePipeline is not supported by Firegate (pipelines are an Enterprise edition feature).")
             default:

@@ -42,19 +42,22 @@ struct FirestoreListenCall {
         channel.closeFuture.whenComplete { _ in inbox.end(.cancelled("The client cancelled the stream.")) }
         ticket?.onTerminate { error in subscription.deliver(.closed(error)) }
         return await FirestoreListenCall.answer(first: first, database: database, backend: backend, inbox: inbox, subscription: subscription,
-                                                access: FirestoreGRPCService.caller, listens: { ticket?.setListens($0) }, responses: &responses)
+                                                access: FirestoreGRPCService.caller, listens: { ticket?.setListens($0) },
+                                                timeline: ticket.map { backend.timelines.recorder(TimelineLane.connectionID($0.entryID)) },
+                                                responses: &responses)
     }
 
     /// The engine of every Listen stream, gRPC's and WebChannel's: answers the requests `inbox`
     /// hands over (after `first`, when the caller read it already) and the database's commits,
     /// until the request side ends or the subscription closes. `listens` hears the open target
-    /// count after each batch of requests.
+    /// count after each batch of requests; `timeline`, the connection's lane, what the client is told.
     static func answer<Sink: FirestoreStreamSink>(first: Google_Firestore_V1_ListenRequest?, database: DocumentDatabase, backend: Backend,
                                                   inbox: ListenInbox, subscription: FeedSubscription, access caller: RulesCaller?,
-                                                  listens: (Int) -> Void, responses: inout Sink) async -> FiregateError? {
+                                                  listens: (Int) -> Void, timeline: TimelineRecorder?, responses: inout Sink) async -> FiregateError? {
         defer { subscription.cancel() }
         var targets = ListenTargets(database: database, startingAfter: subscription.startsAfter)
         targets.access = caller.map { ListenAccess(rules: backend.rules, caller: $0) }
+        targets.timeline = timeline.map(ListenTimeline.init)
         return await withGracefulShutdownHandler {
             do {
                 if let first {

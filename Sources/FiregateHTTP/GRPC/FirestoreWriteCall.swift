@@ -18,6 +18,8 @@ struct FirestoreWriteCall {
     let ticket: GRPCCallTicket?
     /// On replicas: commits go to the database's owner.
     var forwarding: OwnerForwarding?
+    /// The connection's timeline lane: each write as it arrives and its outcome.
+    var timeline: TimelineRecorder?
 
     func run<Body>(requests: GRPCMessageReader, responses: inout GRPCMessageWriter<Body>, channel: any Channel,
                    readers: GRPCRequestReaders) async -> FiregateError? {
@@ -68,7 +70,16 @@ struct FirestoreWriteCall {
                 }
                 guard !request.writes.isEmpty else { continue }
                 let judge = FirestoreGRPCService.caller.flatMap { backend.rules.documentJudge(id, caller: $0) }
-                let result = try await FirestoreGRPCService.commit(database, try request.restJSON(), judge: judge, forwarding: forwarding)
+                let writeID = "w\(answered)"
+                timeline?.writeSent(writeID, documents: request.writes.map(FirestoreWriteCall.path))
+                let result: JSON
+                do {
+                    result = try await FirestoreGRPCService.commit(database, try request.restJSON(), judge: judge, forwarding: forwarding)
+                } catch {
+                    timeline?.writeRejected(writeID, error: ErrorResponse.normalize(error), decision: judge?.decisionIDs.last)
+                    throw error
+                }
+                timeline?.writeAcknowledged(writeID, commitTime: result.member("commitTime")?.stringValue.flatMap(Timestamp.init(rfc3339:)))
                 var response = try Google_Firestore_V1_WriteResponse(restJSON: result)
                 response.streamID = streamID
                 response.streamToken = nextToken()
@@ -77,6 +88,19 @@ struct FirestoreWriteCall {
             return await inbox.endStatus
         } catch {
             return ErrorResponse.normalize(error)
+        }
+    }
+}
+
+extension FirestoreWriteCall {
+    /// The document a write names, as the timeline lists it.
+    static func path(_ write: Google_Firestore_V1_Write) -> String {
+        switch write.operation {
+        case .update(let document)?: ListenTimeline.path(document.name)
+        case .delete(let name)?: ListenTimeline.path(name)
+        case .transform(let transform)?: ListenTimeline.path(transform.document)
+        case .verify(let name)?: ListenTimeline.path(name)
+        case nil: ""
         }
     }
 }

@@ -96,6 +96,7 @@ final class GRPCListenStream {
                 self.subscription = subscription
                 targets = ListenTargets(database: database, startingAfter: subscription.startsAfter)
                 targets!.access = ListenAccess(rules: service.backend.rules, caller: caller)
+                targets!.timeline = ListenTimeline(service.backend.timelines.recorder(TimelineLane.connectionID(ticket.entryID)))
             }
             send(try targets!.handle(request))
             ticket.setListens(targets!.count)

@@ -22,6 +22,8 @@ struct ListenTargets {
     /// Judges each target as it is added, and every target again when the rules change: a
     /// denied one is removed with the denial as its cause.
     var access: ListenAccess?
+    /// The connection's timeline lane, which hears what the client is told.
+    var timeline: ListenTimeline?
 
     struct Target {
         enum Kind {
@@ -47,6 +49,16 @@ struct ListenTargets {
     // MARK: requests
 
     mutating func handle(_ request: Google_Firestore_V1_ListenRequest) throws(FiregateError) -> [ListenResponse] {
+        observed(try respond(to: request))
+    }
+
+    /// What the client is told, as the timeline hears it.
+    private mutating func observed(_ responses: [ListenResponse]) -> [ListenResponse] {
+        timeline?.observe(responses)
+        return responses
+    }
+
+    private mutating func respond(to request: Google_Firestore_V1_ListenRequest) throws(FiregateError) -> [ListenResponse] {
         if !request.database.isEmpty, try FirestoreResourceName.database(request.database) != database.id {
             throw .invalidArgument("A Listen stream serves one database; \(request.database) is not \(database.id.name).")
         }
@@ -138,6 +150,7 @@ struct ListenTargets {
         current.targetChange.readTime = start.readTime.proto
         responses.append(current)
         targets[id] = target
+        timeline?.recorder.listenOpened(String(id), target: ListenTargets.describe(request))
         readTime = max(readTime, start.readTime)
         snapshotPending = true
         return responses + globalSnapshotIfConsistent()
@@ -201,7 +214,7 @@ struct ListenTargets {
             targets[id] = target
         }
         if !responses.isEmpty { snapshotPending = true }
-        return responses + globalSnapshotIfConsistent()
+        return observed(responses + globalSnapshotIfConsistent())
     }
 
     /// A `get` of each document of a documents target.
@@ -226,7 +239,7 @@ struct ListenTargets {
                 responses.append(ListenTargets.removed(id, error))
             }
         }
-        return responses
+        return observed(responses)
     }
 
     /// After the stream fell behind: every target starts over from the current state.
@@ -243,7 +256,7 @@ struct ListenTargets {
         }
         // The commits the stream missed are in the new snapshots.
         sequence = max(sequence, targets.values.map(\.sequence).max() ?? sequence)
-        return responses + globalSnapshotIfConsistent()
+        return observed(responses + globalSnapshotIfConsistent())
     }
 
     // MARK: responses
@@ -261,6 +274,20 @@ struct ListenTargets {
             responses.append(ListenTargets.targetChange(.remove, [id]))
         }
         return responses
+    }
+
+    /// A target as the timeline names it: a query's parent and collection, or its documents.
+    static func describe(_ request: Google_Firestore_V1_Target) -> String {
+        switch request.targetType {
+        case .query(let query)?:
+            let parent = ListenTimeline.path(query.parent + "/")
+            let collections = query.structuredQuery.from.map(\.collectionID).joined(separator: ",")
+            return parent.isEmpty || parent == query.parent + "/" ? collections : parent + collections
+        case .documents(let documents)?:
+            return documents.documents.map(ListenTimeline.path).joined(separator: " ")
+        case nil:
+            return ""
+        }
     }
 
     private func token(_ sequence: Int64) -> Data { Data(database.resumeToken(sequence: sequence).utf8) }

@@ -41,6 +41,9 @@ struct OperationRoutes: Sendable {
             return try await BundleBuilderRoute(backend: backend, database: DatabaseID(project: segments[3], database: String(segments[5].dropLast(":bundle".count))))
                 .build(request)
         }
+        if segments.count == 5, segments[2] == "connections", segments[4] == "timeline", request.method == .get {
+            return try TimelineRoutes(timelines: backend.timelines, ticker: ticker).respond(request, lanes: [TimelineLane.connectionID(segments[3])])
+        }
         if segments[2] == "connections" {
             return try await ConnectionRoutes(registry: connections).respond(request, rest: segments.dropFirst(3))
         }
@@ -67,6 +70,7 @@ struct OperationRoutes: Sendable {
         case (.get, "clock"): return clockReading()
         case (.post, "clock"): return try await setClock(request)
         case (.get, "events"): return try OperationsEventStream.open(request, log: backend.operations, ticker: ticker)
+        case (.get, "timeline"): return try TimelineRoutes(timelines: backend.timelines, ticker: ticker).respond(request, lanes: nil)
         case (.get, "databases"): return databases()
         case (.get, "namespaces"): return try await namespaces()
         case (.get, "replicas"): return try replicaList()
@@ -103,6 +107,7 @@ struct OperationRoutes: Sendable {
             throw .internal("Reset failed: \(error)")
         }
         await clients.removeAll(reason: FiregateError(.aborted, "The emulator was reset."))
+        backend.timelines.clear()
         backend.operations.record(.reset(scope: "all", fields: []))
         return JSONResponse.make([:])
     }

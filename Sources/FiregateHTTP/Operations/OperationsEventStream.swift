@@ -20,25 +20,9 @@ enum OperationsEventStream {
             afterSeq = seq
         }
         let subscription = log.subscribe(afterSeq: afterSeq, backlog: backlog)
-        return Response(status: .ok, headers: ServerSentEvents.headers, body: ResponseBody { writer in
-            // One writer: events and keep-alives are merged into one sequence of frames.
-            let (frames, output) = AsyncStream<ByteBuffer>.makeStream(bufferingPolicy: .bufferingNewest(OperationsLog.capacity))
-            let forward = Task {
-                for await event in subscription.events {
-                    output.yield(ServerSentEvents.frame(event: "operation", id: String(event.seq), json: event.json))
-                }
-                output.finish()
-            }
-            let keepAlive = ticker.register { output.yield(ServerSentEvents.keepAlive) }
-            defer {
-                ticker.unregister(keepAlive)
-                forward.cancel()
-                subscription.finish()
-            }
-            await ServerSentEvents.write(frames, to: &writer, request: request) {
-                output.yield(ServerSentEvents.frame(event: "error", json: JSON.errorBody(FiregateError(.unavailable, "The server is shutting down."))))
-                subscription.finish()
-            }
-        })
+        return ServerSentEvents.response(request, events: subscription.events, capacity: OperationsLog.capacity, ticker: ticker,
+                                         end: subscription.finish) { event in
+            ServerSentEvents.frame(event: "operation", id: String(event.seq), json: event.json)
+        }
     }
 }

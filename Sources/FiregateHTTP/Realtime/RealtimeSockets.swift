@@ -52,6 +52,7 @@ struct RealtimeSockets: Sendable {
         hooks.listensChanged = { registry.setListens(id, $0) }
         hooks.identityChanged = { registry.setUID(id, $0.uid) }
         hooks.onDisconnectRan = { operations.record(.onDisconnect(client: id, path: $0.path.description, op: $0.name)) }
+        hooks.timeline = backend.timelines.recorder(TimelineLane.connectionID(id))
         if let replicas = backend.replicas {
             hooks.onDisconnectChanged = { registered in
                 replicas.keepOnDisconnect(connection: id, namespace: namespace,

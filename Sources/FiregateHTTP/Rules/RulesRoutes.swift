@@ -139,21 +139,8 @@ struct RulesRoutes: Sendable {
 
     private func stream(_ request: Request, filter: DecisionFilter) -> Response {
         let decisions = rules.decisions.subscribe()
-        let ticker = ticker
-        return Response(status: .ok, headers: ServerSentEvents.headers, body: ResponseBody { writer in
-            let (frames, output) = AsyncStream<ByteBuffer>.makeStream(bufferingPolicy: .bufferingNewest(RulesDecisionLog.capacity))
-            let forward = Task {
-                for await record in decisions where filter.matches(record) {
-                    output.yield(ServerSentEvents.frame(event: "decision", id: record.id, json: record.json(trace: false)))
-                }
-                output.finish()
-            }
-            let keepAlive = ticker.register { output.yield(ServerSentEvents.keepAlive) }
-            defer {
-                ticker.unregister(keepAlive)
-                forward.cancel()
-            }
-            await ServerSentEvents.write(frames, to: &writer, request: request) { forward.cancel() }
-        })
+        return ServerSentEvents.response(request, events: decisions, capacity: RulesDecisionLog.capacity, ticker: ticker, end: {}) { record in
+            filter.matches(record) ? ServerSentEvents.frame(event: "decision", id: record.id, json: record.json(trace: false)) : nil
+        }
     }
 }

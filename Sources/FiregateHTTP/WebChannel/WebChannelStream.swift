@@ -56,14 +56,16 @@ final class WebChannelStream: Sendable {
             case .success(let caller):
                 var sink = sink
                 let counted = ListenCount(registry: registry, entryID: entryID)
+                let timeline = entryID.map { backend.timelines.recorder(TimelineLane.connectionID($0)) }
                 status = await FirestoreGRPCService.$caller.withValue(caller) { () async -> FiregateError? in
                     switch inbox {
                     case .listen(let requests, let subscription):
                         return await FirestoreListenCall.answer(first: nil, database: documents, backend: backend, inbox: requests,
                                                                 subscription: subscription, access: caller,
-                                                                listens: { counted.set($0) }, responses: &sink)
+                                                                listens: { counted.set($0) }, timeline: timeline, responses: &sink)
                     case .write(let requests):
-                        return await FirestoreWriteCall(backend: backend, ticket: nil, forwarding: forwarding).answer(requests, responses: &sink)
+                        return await FirestoreWriteCall(backend: backend, ticket: nil, forwarding: forwarding, timeline: timeline)
+                            .answer(requests, responses: &sink)
                     }
                 }
                 counted.set(0)

@@ -1,0 +1,63 @@
+import FiregateModel
+
+/// The steps every surface records alike, so a client's lane and a connection's read the same
+/// (docs/timeline.md, "Kinds").
+extension TimelineRecorder {
+    public func lifecycle(_ action: String, reason: String? = nil) {
+        record(.lifecycle, [("action", .string(action))] + (reason.map { [("reason", .string($0))] } ?? []))
+    }
+
+    public func network(online: Bool, cause: String? = nil) {
+        record(.network, [("online", .bool(online))] + (cause.map { [("cause", .string($0))] } ?? []))
+    }
+
+    /// `documents`: the written paths (the first `TimelineEvent.listedChanges`); `writes` counts them all.
+    public func writeQueued(_ writeID: String, documents: [String]) {
+        record(.writeQueued, [("writeId", .string(writeID)), ("writes", .int(Int64(documents.count))),
+                              ("documents", .array(documents.prefix(TimelineEvent.listedChanges).map(JSON.string)))])
+    }
+
+    public func writeSent(_ writeID: String, documents: [String]? = nil) {
+        var fields: [(String, JSON)] = [("writeId", .string(writeID))]
+        if let documents {
+            fields += [("writes", .int(Int64(documents.count))),
+                       ("documents", .array(documents.prefix(TimelineEvent.listedChanges).map(JSON.string)))]
+        }
+        record(.writeSent, fields)
+    }
+
+    public func writeAcknowledged(_ writeID: String, commitTime: Timestamp?) {
+        record(.writeAcknowledged, [("writeId", .string(writeID))] + (commitTime.map { [("commitTime", .string($0.rfc3339))] } ?? []))
+    }
+
+    /// `decision`: the rules decision that refused it (its trace is at `/emulator/v1/rules/decisions/{id}`).
+    public func writeRejected(_ writeID: String, error: FiregateError, decision: String?) {
+        var fields: [(String, JSON)] = [("writeId", .string(writeID)), ("status", .string(error.status.rawValue)), ("message", .string(error.message))]
+        if let decision { fields.append(("decision", .string(decision))) }
+        record(.writeRejected, fields)
+    }
+
+    public func listenOpened(_ listener: String, target: String) {
+        record(.listenOpened, [("listener", .string(listener)), ("target", .string(target))])
+    }
+
+    public func listenClosed(_ listener: String, reason: String? = nil) {
+        record(.listenClosed, [("listener", .string(listener))] + (reason.map { [("reason", .string($0))] } ?? []))
+    }
+
+    /// A snapshot raised: `changes` as (type, path), the first `TimelineEvent.listedChanges` listed.
+    public func snapshot(_ listener: String, fromCache: Bool?, hasPendingWrites: Bool?, documents: Int?, changes: [(String, String)],
+                         extra: [(String, JSON)] = []) {
+        var fields: [(String, JSON)] = [("listener", .string(listener))]
+        if let fromCache { fields.append(("fromCache", .bool(fromCache))) }
+        if let hasPendingWrites { fields.append(("hasPendingWrites", .bool(hasPendingWrites))) }
+        if let documents { fields.append(("documents", .int(Int64(documents)))) }
+        fields.append(("changes", .int(Int64(changes.count))))
+        fields.append(("changed", .array(changes.prefix(TimelineEvent.listedChanges).map { ["type": .string($0.0), "path": .string($0.1)] })))
+        record(.snapshot, fields + extra)
+    }
+
+    public func onDisconnect(registered: Bool, path: String, op: String) {
+        record(registered ? .onDisconnectRegistered : .onDisconnectRan, [("path", .string(path)), ("op", .string(op))])
+    }
+}
