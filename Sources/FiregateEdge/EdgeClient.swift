@@ -140,6 +140,7 @@ public actor EdgeClient {
                              cacheSizeBytes: settings.treeCacheSizeBytes)
         persistSettings()
         backend.operations.record(.client(client: id, action: "configured"))
+        backend.timelines.setProject(settings.databaseID.project, of: TimelineLane.clientID(id))
     }
 
     /// A persistent client's settings, with its device network: the test's switch stays as it

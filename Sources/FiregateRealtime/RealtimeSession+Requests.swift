@@ -5,7 +5,9 @@ import FiregateModel
 extension RealtimeSession {
     func answer(_ number: Int64, action: String, body: JSON) async {
         let path = body.member("p")?.stringValue ?? "/"
+        // Before the answer: a listen's first data is pushed while it is answered.
         if action == "p" || action == "m" { hooks.timeline?.writeSent("r\(number)", documents: [path]) }
+        if action == "q" { hooks.timeline?.listenOpened(path, target: path) }
         do {
             let reply = try await perform(number, action: action, body: body)
             recordAnswer(number, action: action, path: path, error: nil)
@@ -25,7 +27,6 @@ extension RealtimeSession {
         switch (action, error) {
         case ("p", nil), ("m", nil): timeline.writeAcknowledged("r\(number)", commitTime: nil)
         case ("p", let error?), ("m", let error?): timeline.writeRejected("r\(number)", error: error, decision: nil)
-        case ("q", nil): timeline.listenOpened(path, target: path)
         case ("q", let error?): timeline.listenClosed(path, reason: error.message)
         case ("n", nil): timeline.listenClosed(path)
         case ("o", nil), ("om", nil): timeline.onDisconnect(registered: true, path: path, op: action == "o" ? "set" : "update")

@@ -70,7 +70,7 @@ public struct TimelineLane: Sendable {
     public let name: String
     /// `edge` for an edge client; a connection's protocol (`grpc`, `rtdb-websocket`, `webchannel`).
     public let `protocol`: String
-    public let project: String?
+    public internal(set) var project: String?
     /// A connection's Firebase app id (`X-Firebase-GMPID`), which names the app across its reconnections.
     public let appId: String?
     public let opened: Timestamp

@@ -50,6 +50,11 @@ public final class Timelines: Sendable {
     /// The recorder of a lane, opened or not (events of an unknown lane open nothing and are kept).
     public func recorder(_ lane: String) -> TimelineRecorder { TimelineRecorder(lane: lane, timelines: self) }
 
+    /// A client configured for another project after its lane opened.
+    public func setProject(_ project: String?, of lane: String) {
+        state.withLock { $0.lanes[lane]?.project = project }
+    }
+
     /// Records the lane's last `lifecycle` step and marks it closed.
     public func close(_ lane: String, action: String, fields: [(String, JSON)] = []) {
         record(lane, .lifecycle, [("action", .string(action))] + fields)

@@ -20,6 +20,9 @@ extension EdgeClients {
     /// Whether `id` is a tab that closed (terminated): it answers as terminated.
     public func isClosedTab(_ id: String) -> Bool { shared.closedTab(id) != nil }
 
+    /// The engine of the persistence a closed tab belonged to.
+    public func closedTabEngine(_ id: String) -> EdgeClient? { shared.closedTab(id)?.engine }
+
     /// Opens tab `id` of the web persistence the body's `sharedWith` names (made, or restored
     /// from storage, by its first tab). Tabs need web persistence and the persistence's
     /// project and database.

@@ -1,4 +1,3 @@
-import FiregateBackend
 import FiregateEdge
 import FiregateModel
 import HTTPTypes
@@ -103,11 +102,6 @@ extension ClientRoutes {
         ClientSubroute(.get, "/snapshotsInSync") { call throws(FiregateError) in
             await call.client.noteActivity()
             return try await ClientListenRoute(client: call.client, ticker: call.routes.documents.ticker).snapshotsInSync(call.request)
-        },
-        // A tab's steps are its persistence's engine's: the lane of the client that does the work.
-        ClientSubroute(.get, "/timeline") { call throws(FiregateError) in
-            try TimelineRoutes(timelines: call.routes.documents.backend.timelines, ticker: call.routes.documents.ticker)
-                .respond(call.request, lanes: [TimelineLane.clientID(await call.client.id)])
         },
         ClientSubroute(.get, "/indexes") { call in JSONResponse.make(await call.client.indexesJSON()) },
         ClientSubroute(.put, "/indexes") { call throws(FiregateError) in

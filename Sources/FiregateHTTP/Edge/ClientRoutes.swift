@@ -76,6 +76,7 @@ struct ClientRoutes: Sendable {
         let (id, verb, subpath) = (path.id, path.verb, path.subpath)
         var request = request
         if let answer = try await runElsewhere(path, &request) { return answer }
+        if verb == nil, subpath == "/timeline", request.method == .get { return try await timeline(id, request) }
         if clients.isClosedTab(id) {
             // A terminated tab answers its state, DELETE, clearPersistence and a PUT that
             // opens it again; nothing else.
@@ -105,6 +106,15 @@ struct ClientRoutes: Sendable {
             return response
         }
         return try await route(path, request)
+    }
+
+    /// GET /clients/{id}/timeline (docs/timeline.md): read without making the client, so a deleted
+    /// client's lane can still be read; a tab's steps are its persistence engine's.
+    private func timeline(_ id: String, _ request: Request) async throws(FiregateError) -> Response {
+        let engine = clients.persistence(ofTab: id)?.engine ?? clients.closedTabEngine(id)
+        let lane = TimelineLane.clientID(await engine?.id ?? id)
+        guard documents.backend.timelines.lane(lane) != nil else { throw .notFound("No client \"\(id)\" has a timeline.") }
+        return try TimelineRoutes(timelines: documents.backend.timelines, ticker: documents.ticker).respond(request, lanes: [lane])
     }
 
     /// GET /clients: each state encoded as it comes — no tree of every client's state at once,
