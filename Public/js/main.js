@@ -11,6 +11,7 @@ import * as documents from './panels/documents.js';
 import * as tree from './panels/tree.js';
 import * as eventLog from './panels/events.js';
 import * as rules from './panels/rules.js';
+import * as timeline from './panels/timeline.js';
 
 function refreshEverything() {
   checkHealth();
@@ -22,7 +23,10 @@ function refreshEverything() {
 }
 
 on('authorized', refreshEverything);
-on('missed-events', refreshEverything);
+on('missed-events', () => {
+  refreshEverything();
+  timeline.reload();
+});
 on('token-changed', eventLog.reconnect);
 on('open-document', ({ project, database, path }) => documents.open(project, database, path));
 on('open-decision', rules.showTrace);
@@ -32,6 +36,7 @@ on('operation', (ev) => {
   documents.onEvent(ev);
   tree.onEvent(ev);
   if (ev.kind === 'clock') syncClock();
+  if (ev.kind === 'reset') timeline.reload();
 });
 
 selectTab(location.hash.slice(1) || 'clients', { updateHash: false });
@@ -50,3 +55,5 @@ syncClock().finally(() => {
 // it had as a script of its own that ran after the rest of the dashboard had started.
 on('tab-shown', rules.shown);
 if (isShown('rules')) rules.shown('rules');
+on('tab-shown', timeline.shown);
+if (isShown('timeline')) timeline.shown('timeline');

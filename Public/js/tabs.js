@@ -4,7 +4,7 @@
 import { $ } from './dom.js';
 import { emit } from './bus.js';
 
-const TABS = ['clients', 'connections', 'documents', 'tree', 'rules', 'events'];
+const TABS = ['clients', 'connections', 'documents', 'tree', 'rules', 'timeline', 'events'];
 const wideQuery = window.matchMedia('(min-width: 1200px)');
 let currentTab = 'clients';
 

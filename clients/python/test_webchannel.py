@@ -395,3 +395,27 @@ def test_a_listen_of_twelve_thousand_documents_arrives_whole(server, db):
     assert len(names) == 12_000 == len(set(names))
     ids = [i for i, _ in channel.arrays]
     assert ids == list(range(1, len(ids) + 1))
+
+
+def test_web_sessions_have_timeline_lanes_named_by_their_app(server, db):
+    listen = Channel(server, "Listen", db, headers=web_headers(app_id="1:1:web:tl"))
+    listen.open(doc_target(db, 3, "t/one"))
+    wait_for(listen, consistent)
+    write = Channel(server, "Write", db, headers=web_headers(app_id="1:1:web:tl"))
+    write.open({"database": db})
+    first = wait_for(write, lambda ms: ms)[0]
+    write.send({"streamToken": first["streamToken"], "writes": [update(db, "t/one", n=5)]})
+    wait_for(write, lambda ms: len(ms) >= 2)
+    wait_for(listen, lambda ms: any(m.get("documentChange", {}).get("document", {}).get("fields") == {"n": {"integerValue": "5"}} for m in ms))
+    project = db.split("/")[1]
+    trace = requests.get(f"{server}/emulator/v1/timeline", timeout=T).json()
+    lanes = [lane for lane in trace["lanes"] if lane.get("project") == project]
+    assert {lane["protocol"] for lane in lanes} == {"firestore-webchannel"} and len(lanes) == 2
+    assert {lane["appId"] for lane in lanes} == {"1:1:web:tl"}
+    events = [e for e in trace["events"] if e["lane"] in {lane["id"] for lane in lanes}]
+    described = [(e["kind"], e.get("listener"), e.get("writeId")) for e in events if e["kind"] != "lifecycle"]
+    assert described[0] == ("listenOpened", "3", None)
+    assert ("writeSent", None, "w1") in described and ("writeAcknowledged", None, "w1") in described
+    snapshots = [e for e in events if e["kind"] == "snapshot"]
+    assert snapshots[-1]["changed"] == [{"type": "changed", "path": "t/one"}]
+    assert listen.terminate().status_code == 200 and write.terminate().status_code == 200
