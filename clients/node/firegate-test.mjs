@@ -8,8 +8,11 @@
 //   const client = await firegate.client();           // an edge client (emulated SDK with a cache)
 //   await client.offline(async () => { await client.set("cities/LA", { name: "LA" }); });
 //   await firegate.offline({ appId: "1:1:web:a" }, async () => { /* real SDKs' connections off */ });
+//   afterEach((t) => firegate.saveTimelineIfFailed(t));   // the trace of a failing test, to open in the dashboard
 //   after(() => firegate.stop());
 import { spawn } from "node:child_process";
+import { mkdir, writeFile } from "node:fs/promises";
+import { join } from "node:path";
 import { createServer } from "node:net";
 import { randomUUID } from "node:crypto";
 
@@ -79,6 +82,29 @@ export class Firegate {
   /** Everything back to empty: documents, tree, rules, clients, switches. */
   async reset() {
     await this.ok("POST", "/emulator/v1/reset");
+    // The server's own clock: a trace starts here even when the server was set to another time.
+    this.testStartedMs = (await (await this.ok("GET", "/emulator/v1/clock")).json()).epochMs;
+  }
+
+  /** Every client's and connection's steps (GET /emulator/v1/timeline) since `since` (epoch ms or RFC 3339). */
+  async timeline({ since = this.testStartedMs } = {}) {
+    return (await this.ok("GET", "/emulator/v1/timeline", undefined, since === undefined ? {} : { since })).json();
+  }
+
+  /** Saves the timeline since the last reset as a trace file the dashboard opens; returns its path. */
+  async saveTimeline(path, options) {
+    await writeFile(path, JSON.stringify(await this.timeline(options)));
+    return path;
+  }
+
+  /** In an afterEach hook: when the test `t` failed, saves its trace under `dir`
+   * (FIREGATE_TRACES, else firegate-traces/) and says where. */
+  async saveTimelineIfFailed(t, dir = process.env.FIREGATE_TRACES ?? "firegate-traces") {
+    if (t.passed !== false) return null;
+    await mkdir(dir, { recursive: true });
+    const path = await this.saveTimeline(join(dir, `${t.name.replace(/[^A-Za-z0-9._-]+/g, "_").slice(0, 120)}.json`));
+    console.error(`firegate: the timeline of the failed test "${t.name}" is in ${path} (open it in the dashboard's Timeline tab)`);
+    return path;
   }
 
   async switch(match, online, latencyMs = 0) {

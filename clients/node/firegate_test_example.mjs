@@ -1,12 +1,13 @@
 // A complete example of firegate-test.mjs under node:test: `node clients/node/firegate_test_example.mjs`
 // (with FIREGATE_URL, FIREGATE_BIN or firegate on PATH). vitest and mocha take the same calls.
-import { after, before, beforeEach, test } from "node:test";
+import { after, afterEach, before, beforeEach, test } from "node:test";
 import assert from "node:assert/strict";
 import { startFiregate } from "./firegate-test.mjs";
 
 let firegate;
 before(async () => { firegate = await startFiregate({ url: process.argv[2] ?? process.env.FIREGATE_URL }); });
 beforeEach(() => firegate.reset());
+afterEach((t) => firegate.saveTimelineIfFailed(t));
 after(() => firegate.stop());
 
 test("a write made offline waits in the client's queue until it reconnects", async () => {

@@ -3,6 +3,7 @@ connection switch by match, edge clients with their network switch, and plain RE
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import shutil
 import socket
@@ -45,8 +46,24 @@ class Firegate:
     # --- control -----------------------------------------------------------------------------
 
     def reset(self) -> None:
-        """Everything back to empty: documents, tree, rules, clients, switches."""
+        """Everything back to empty: documents, tree, rules, clients, switches, the timeline."""
         self.request("POST", "/emulator/v1/reset").raise_for_status()
+        # The server's own clock: a trace starts here even when the server was set to another time.
+        self.test_started_ms = self.request("GET", "/emulator/v1/clock").json()["epochMs"]
+
+    def timeline(self, since=None) -> dict:
+        """Every client's and connection's steps (GET /emulator/v1/timeline), since the last
+        reset unless `since` (epoch ms or RFC 3339) says otherwise."""
+        since = since if since is not None else getattr(self, "test_started_ms", None)
+        answer = self.request("GET", "/emulator/v1/timeline", params={} if since is None else {"since": since})
+        answer.raise_for_status()
+        return answer.json()
+
+    def save_timeline(self, path, since=None) -> str:
+        """Saves the timeline as a trace file the dashboard opens (Timeline → Open trace)."""
+        with open(path, "w", encoding="utf-8") as out:
+            json.dump(self.timeline(since), out)
+        return str(path)
 
     @contextlib.contextmanager
     def offline(self, **match) -> Iterator[None]:
