@@ -174,18 +174,18 @@ export class TimelineChart {
       if (x1 < GUTTER || x0 > right) continue;
       g.fillStyle = bar.outcome === 'writeRejected' ? c.bad : bar.outcome ? c.good : c.muted;
       g.globalAlpha = bar.outcome ? 0.85 : 0.5;
-      g.fillRect(x0, top + ROW - 14, Math.max(3, x1 - x0), 7);
+      g.fillRect(x0, top + ROW - 12 - Math.min(bar.row, 2) * 7, Math.max(3, x1 - x0), 5);
       g.globalAlpha = 1;
     }
     const marks = model.marks;
     const last = firstAtOrAfter(marks, this.ms(right + HIT));
-    let previousX = -Infinity;
+    const previousX = new Map(); // kind → x of its last mark drawn
     for (let i = firstAtOrAfter(marks, this.ms(GUTTER - HIT)); i < last; i++) {
       const ev = marks[i];
       const x = this.x(ev.ms);
-      // Marks closer than a pixel would paint over each other: one stands for them.
-      if (x - previousX < 1 && ev !== this.selected) continue;
-      previousX = x;
+      // Marks of one kind closer than a pixel would paint over each other: one stands for them.
+      if (x - (previousX.get(ev.kind) ?? -Infinity) < 1 && ev !== this.selected) continue;
+      previousX.set(ev.kind, x);
       this.paintMark(g, c, ev, x, top + 16);
     }
     g.restore();

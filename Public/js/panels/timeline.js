@@ -40,7 +40,11 @@ function add(ev) {
     model.openSpan = null;
   }
   if (ev.kind === 'writeQueued' || (ev.kind === 'writeSent' && !model.openWrites.has(ev.writeId))) {
-    const bar = { start: ev.ms, end: null, outcome: null, first: ev, answer: null };
+    // Writes pending together stack, each in the lowest row no other pending write holds.
+    const taken = new Set([...model.openWrites.values()].map((open) => open.row));
+    let row = 0;
+    while (taken.has(row)) row += 1;
+    const bar = { start: ev.ms, end: null, outcome: null, first: ev, answer: null, row };
     model.writes.push(bar);
     model.openWrites.set(ev.writeId, bar);
   } else if (ev.kind === 'writeAcknowledged' || ev.kind === 'writeRejected') {
