@@ -261,7 +261,8 @@ public final class RealtimeSession: Sendable {
             return
         }
         guard let update = frame.update else { return }
-        hooks.timeline?.snapshot(key.path.description, fromCache: nil, hasPendingWrites: nil, documents: nil, changes: [("changed", key.path.description)])
+        hooks.timeline?.snapshot(key.path.description, fromCache: nil, hasPendingWrites: nil, documents: nil, changes: 1,
+                                 changed: [TimelineChange("changed", key.path.description)])
         // Untagged listens of one location and format get the same bytes: encoded once per frame.
         guard let tag else { return send(frame.derivedEncoding { RealtimeOutbound.push(update, at: key.path, tag: nil) }) }
         send(RealtimeOutbound.push(update, at: key.path, tag: tag))

@@ -46,23 +46,55 @@ final class TimelinesTests: XCTestCase {
         XCTAssertEqual(timelines.lane("connection:c1")?.json.member("appId"), .string("1:1:web:x"))
     }
 
-    func testTheRingKeepsTheNewestEventsAndForgetsAClosedLaneOnceItsEventsAreGone() {
+    func testTheNewestEventsStayAndAClosedLaneGoesWithItsLastEvent() {
         let timelines = Timelines(clock: frozenClock(), capacity: 5)
         let gone = timelines.open(kind: "connection", name: "c1", protocol: "rtdb-websocket", project: nil, action: "opened")
         gone.listenOpened("/a", target: "/a")
         timelines.close("connection:c1", action: "closed")
         let a = timelines.open(kind: "client", name: "A", protocol: "edge", project: nil, action: "created")
-        for n in 1...3 { a.writeQueued(String(n), documents: ["c/\(n)"]) }
+        for n in 1...2 { a.writeQueued(String(n), documents: ["c/\(n)"]) }
         XCTAssertEqual(timelines.count, 5)
-        XCTAssertEqual(timelines.events(TimelineFilter()).first?.lane, "connection:c1", "its last event is still kept")
-        XCTAssertNotNil(timelines.lane("connection:c1"))
-        a.writeQueued("4", documents: ["c/4"])
+        a.writeQueued("3", documents: ["c/3"])
         XCTAssertEqual(timelines.count, 5)
+        XCTAssertEqual(timelines.events(TimelineFilter()).map(\.seq), [3, 4, 5, 6, 7], "the oldest events went, whatever their lane")
+        XCTAssertNotNil(timelines.lane("connection:c1"), "its last event is still kept")
+        for n in 4...5 { a.writeQueued(String(n), documents: ["c/\(n)"]) }
         XCTAssertNil(timelines.lane("connection:c1"), "a closed lane goes with its last event")
-        XCTAssertEqual(timelines.events(TimelineFilter()).map(\.seq), [4, 5, 6, 7, 8])
+        XCTAssertEqual(timelines.events(TimelineFilter()).map(\.seq), [5, 6, 7, 8, 9])
         timelines.clear()
         XCTAssertEqual(timelines.count, 0)
         XCTAssertEqual(timelines.lanes().map(\.id), ["client:A"], "an open lane stays through a clear")
+    }
+
+    func testOnlyTheNewestClosedLanesAreKept() {
+        let timelines = Timelines(clock: frozenClock(), closedLaneLimit: 2)
+        for n in 1...4 {
+            let lane = timelines.open(kind: "connection", name: "c\(n)", protocol: "firestore-grpc", project: nil, action: "opened")
+            lane.listenOpened("1", target: "rooms")
+            timelines.close("connection:c\(n)", action: "closed", fields: [("reason", .string("gone"))])
+        }
+        let open = timelines.open(kind: "connection", name: "c5", protocol: "firestore-grpc", project: nil, action: "opened")
+        open.listenOpened("1", target: "rooms")
+        XCTAssertEqual(timelines.lanes().map(\.id), ["connection:c3", "connection:c4", "connection:c5"])
+        XCTAssertEqual(timelines.count, 8, "the dropped lanes' events are gone with them")
+        XCTAssertEqual(Set(timelines.events(TimelineFilter()).map(\.lane)), ["connection:c3", "connection:c4", "connection:c5"])
+        XCTAssertEqual(timelines.lane("connection:c4")?.json.member("closed"), .string("2023-11-14T22:13:20Z"))
+        // A step of a lane nobody opened still lands in one, named by its id.
+        timelines.recorder("client:Z").network(online: false)
+        XCTAssertEqual(timelines.lane("client:Z")?.name, "Z")
+        XCTAssertEqual(timelines.lane("client:Z")?.kind, "client")
+    }
+
+    func testASnapshotListsItsFirstChangesAndCountsThemAll() {
+        let timelines = Timelines(clock: frozenClock())
+        let a = timelines.open(kind: "client", name: "A", protocol: "edge", project: nil, action: "created")
+        let changed = (1...25).map { TimelineChange("added", "c/\($0)") }
+        a.snapshot("1", fromCache: true, hasPendingWrites: true, documents: 25, changes: 25, changed: changed)
+        let json = timelines.events(TimelineFilter()).last!.json
+        XCTAssertEqual(json.member("changes"), .int(25))
+        guard case .array(let listed)? = json.member("changed") else { return XCTFail("no changed list") }
+        XCTAssertEqual(listed.count, TimelineEvent.listedChanges)
+        XCTAssertEqual(listed.first, ["type": "added", "path": "c/1"])
     }
 
     func testASubscriberHearsTheKeptEventsThenNewOnesOfItsLanes() async {

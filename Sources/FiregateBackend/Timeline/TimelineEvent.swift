@@ -10,6 +10,8 @@ public struct TimelineEvent: Sendable {
     public let time: Timestamp
     public let kind: Kind
     public let fields: [(String, JSON)]
+    /// A snapshot's changed documents (the first `listedChanges`), rendered as `changed`.
+    public let changed: [TimelineChange]
 
     /// The kinds of step, by the names `?kinds=` filters on.
     public enum Kind: String, Sendable, CaseIterable {
@@ -40,12 +42,13 @@ public struct TimelineEvent: Sendable {
     /// Changed documents listed per snapshot event; `changes` says how many there were.
     public static let listedChanges = 20
 
-    public init(seq: Int64, lane: String, time: Timestamp, kind: Kind, fields: [(String, JSON)]) {
+    public init(seq: Int64, lane: String, time: Timestamp, kind: Kind, fields: [(String, JSON)], changed: [TimelineChange] = []) {
         self.seq = seq
         self.lane = lane
         self.time = time
         self.kind = kind
         self.fields = fields
+        self.changed = changed
     }
 
     /// `{"seq","lane","time","ms","kind",…fields}`: `ms` is the time in epoch milliseconds
@@ -56,7 +59,22 @@ public struct TimelineEvent: Sendable {
             ("ms", .double(Double(time.microseconds) / 1000)), ("kind", .string(kind.rawValue)),
         ]
         members += fields
+        if kind == .snapshot {
+            members.append(("changed", .array(changed.map { ["type": .string($0.type), "path": .string($0.path)] })))
+        }
         return .object(OrderedDictionary(members, uniquingKeysWith: { first, _ in first }))
+    }
+}
+
+/// One document a snapshot changed: `added`, `modified`, `removed` (a listener's view) or
+/// `changed` (a stream's), and its path. Kept as two strings; JSON only when read.
+public struct TimelineChange: Sendable {
+    public let type: String
+    public let path: String
+
+    public init(_ type: String, _ path: String) {
+        self.type = type
+        self.path = path
     }
 }
 
@@ -89,6 +107,12 @@ public struct TimelineLane: Sendable {
         self.project = project
         self.appId = appId
         self.opened = opened
+    }
+
+    /// A lane known only by the steps recorded in it (`client:A` → a client named A).
+    init(unopened id: String, at time: Timestamp) {
+        let kind = id.prefix { $0 != ":" }
+        self.init(kind: String(kind), name: String(id.dropFirst(kind.count + 1)), protocol: "", project: nil, opened: time)
     }
 
     public var json: JSON {

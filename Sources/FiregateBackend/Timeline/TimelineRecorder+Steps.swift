@@ -45,16 +45,16 @@ extension TimelineRecorder {
         record(.listenClosed, [("listener", .string(listener))] + (reason.map { [("reason", .string($0))] } ?? []))
     }
 
-    /// A snapshot raised: `changes` as (type, path), the first `TimelineEvent.listedChanges` listed.
-    public func snapshot(_ listener: String, fromCache: Bool?, hasPendingWrites: Bool?, documents: Int?, changes: [(String, String)],
+    /// A snapshot raised: `changes` counts the changed documents, `changed` lists the first
+    /// `TimelineEvent.listedChanges` of them.
+    public func snapshot(_ listener: String, fromCache: Bool?, hasPendingWrites: Bool?, documents: Int?, changes: Int, changed: [TimelineChange],
                          extra: [(String, JSON)] = []) {
         var fields: [(String, JSON)] = [("listener", .string(listener))]
         if let fromCache { fields.append(("fromCache", .bool(fromCache))) }
         if let hasPendingWrites { fields.append(("hasPendingWrites", .bool(hasPendingWrites))) }
         if let documents { fields.append(("documents", .int(Int64(documents)))) }
-        fields.append(("changes", .int(Int64(changes.count))))
-        fields.append(("changed", .array(changes.prefix(TimelineEvent.listedChanges).map { ["type": .string($0.0), "path": .string($0.1)] })))
-        record(.snapshot, fields + extra)
+        fields.append(("changes", .int(Int64(changes))))
+        record(.snapshot, fields + extra, changed: Array(changed.prefix(TimelineEvent.listedChanges)))
     }
 
     public func onDisconnect(registered: Bool, path: String, op: String) {

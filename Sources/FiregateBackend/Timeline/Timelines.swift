@@ -7,13 +7,21 @@ import Synchronization
 /// owner of its events. Surfaces and clients record steps through a `TimelineRecorder`; the
 /// routes read them filtered, and live subscribers hear each new one.
 ///
-/// Memory is bounded: the newest `capacity` events over all lanes stay, and a closed lane is
-/// forgotten once none of its events remain. Recording costs one append under a lock; JSON is
-/// rendered only when someone reads.
+/// Memory is bounded twice: the newest `capacity` events over all lanes stay, and only the
+/// newest `closedLaneLimit` closed lanes — a server that sees connections come and go by the
+/// thousand keeps the recent ones' stories, not all of them. Recording costs one append under a
+/// lock; JSON is rendered only when someone reads.
 public final class Timelines: Sendable {
-    /// Events kept over all lanes, by default.
+    /// Events kept over all lanes, and closed lanes kept, by default.
     public static let defaultCapacity = 100_000
+    public static let defaultClosedLaneLimit = 256
     public let capacity: Int
+    public let closedLaneLimit: Int
+
+    private struct Lane {
+        var info: TimelineLane
+        var events = Deque<TimelineEvent>()
+    }
 
     private struct Subscriber {
         let filter: TimelineFilter
@@ -22,8 +30,13 @@ public final class Timelines: Sendable {
 
     private struct State {
         var nextSeq: Int64 = 1
-        var events = Deque<TimelineEvent>()
-        var lanes: OrderedDictionary<String, TimelineLane> = [:]
+        var lanes: OrderedDictionary<String, Lane> = [:]
+        /// Every kept event's seq and lane, oldest first, to find the oldest one to drop. It
+        /// may still name events of lanes dropped whole; those are skipped.
+        var order = Deque<(seq: Int64, lane: String)>()
+        var count = 0
+        /// Closed lanes, oldest first.
+        var closed = Deque<String>()
         var subscribers: [Int: Subscriber] = [:]
         var nextSubscriber = 0
     }
@@ -31,45 +44,60 @@ public final class Timelines: Sendable {
     private let state = Mutex(State())
     public let clock: ServerClock
 
-    public init(clock: ServerClock, capacity: Int = Timelines.defaultCapacity) {
+    public init(clock: ServerClock, capacity: Int = Timelines.defaultCapacity, closedLaneLimit: Int = Timelines.defaultClosedLaneLimit) {
         self.clock = clock
         self.capacity = capacity
+        self.closedLaneLimit = closedLaneLimit
     }
 
     /// Opens a lane (again, for a client restored or recreated under the same id) and records
     /// its `lifecycle` step; returns the recorder its owner keeps.
     @discardableResult
     public func open(kind: String, name: String, protocol: String, project: String?, appId: String? = nil, action: String) -> TimelineRecorder {
-        let lane = TimelineLane(kind: kind, name: name, protocol: `protocol`, project: project, appId: appId, opened: clock.now())
-        state.withLock { $0.lanes[lane.id] = lane }
-        let recorder = TimelineRecorder(lane: lane.id, timelines: self)
-        recorder.record(.lifecycle, [("action", .string(action))])
+        let info = TimelineLane(kind: kind, name: name, protocol: `protocol`, project: project, appId: appId, opened: clock.now())
+        state.withLock { state in
+            if state.lanes[info.id]?.info.closed != nil { state.closed.removeAll { $0 == info.id } }
+            state.lanes[info.id, default: Lane(info: info)].info = info
+        }
+        let recorder = TimelineRecorder(lane: info.id, timelines: self)
+        recorder.lifecycle(action)
         return recorder
     }
 
-    /// The recorder of a lane, opened or not (events of an unknown lane open nothing and are kept).
+    /// The recorder of a lane, opened or not.
     public func recorder(_ lane: String) -> TimelineRecorder { TimelineRecorder(lane: lane, timelines: self) }
 
     /// A client configured for another project after its lane opened.
     public func setProject(_ project: String?, of lane: String) {
-        state.withLock { $0.lanes[lane]?.project = project }
+        state.withLock { $0.lanes[lane]?.info.project = project }
     }
 
-    /// Records the lane's last `lifecycle` step and marks it closed.
+    /// Records the lane's last `lifecycle` step and marks it closed; past `closedLaneLimit`
+    /// closed lanes, the oldest is forgotten.
     public func close(_ lane: String, action: String, fields: [(String, JSON)] = []) {
         record(lane, .lifecycle, [("action", .string(action))] + fields)
         let time = clock.now()
-        state.withLock { $0.lanes[lane]?.closed = time }
+        state.withLock { state in
+            guard state.lanes[lane] != nil, state.lanes[lane]!.info.closed == nil else { return }
+            state.lanes[lane]!.info.closed = time
+            state.closed.append(lane)
+            if state.closed.count > closedLaneLimit, let oldest = state.closed.popFirst(), let dropped = state.lanes.removeValue(forKey: oldest) {
+                state.count -= dropped.events.count
+            }
+        }
     }
 
-    func record(_ lane: String, _ kind: TimelineEvent.Kind, _ fields: [(String, JSON)]) {
+    func record(_ lane: String, _ kind: TimelineEvent.Kind, _ fields: [(String, JSON)], changed: [TimelineChange] = []) {
         let time = clock.now()
         state.withLock { state in
-            let event = TimelineEvent(seq: state.nextSeq, lane: lane, time: time, kind: kind, fields: fields)
+            let event = TimelineEvent(seq: state.nextSeq, lane: lane, time: time, kind: kind, fields: fields, changed: changed)
             state.nextSeq += 1
-            state.events.append(event)
-            state.lanes[lane]?.lastSeq = event.seq
-            if state.events.count > capacity { Timelines.dropOldest(&state) }
+            // A step of a lane nobody opened (a connection after a reset) opens it as it can.
+            state.lanes[lane, default: Lane(info: TimelineLane(unopened: lane, at: time))].events.append(event)
+            state.order.append((event.seq, lane))
+            state.count += 1
+            while state.count > capacity { Timelines.dropOldest(&state) }
+            if state.order.count > 2 * capacity + 1024 { Timelines.compactOrder(&state) }
             for subscriber in state.subscribers.values where subscriber.filter.matches(event) {
                 subscriber.continuation.yield(event)
             }
@@ -77,37 +105,52 @@ public final class Timelines: Sendable {
     }
 
     private static func dropOldest(_ state: inout State) {
-        let dropped = state.events.removeFirst()
-        if let lane = state.lanes[dropped.lane], lane.closed != nil, lane.lastSeq <= dropped.seq {
-            state.lanes.removeValue(forKey: dropped.lane)
+        while let (seq, lane) = state.order.popFirst() {
+            guard state.lanes[lane]?.events.first?.seq == seq else { continue }
+            state.lanes[lane]!.events.removeFirst()
+            state.count -= 1
+            if state.lanes[lane]!.events.isEmpty, state.lanes[lane]!.info.closed != nil {
+                state.lanes.removeValue(forKey: lane)
+                state.closed.removeAll { $0 == lane }
+            }
+            return
         }
+    }
+
+    /// Forgets the entries of `order` whose events are gone with their lanes.
+    private static func compactOrder(_ state: inout State) {
+        state.order = Deque(state.order.filter { entry in
+            guard let first = state.lanes[entry.lane]?.events.first else { return false }
+            return entry.seq >= first.seq
+        })
+    }
+
+    private static func matching(_ filter: TimelineFilter, in state: State) -> [TimelineEvent] {
+        var matching: [TimelineEvent] = []
+        let lanes = filter.lanes.map { ids in ids.compactMap { state.lanes[$0] } } ?? Array(state.lanes.values)
+        for lane in lanes { matching += lane.events.filter(filter.matches) }
+        if lanes.count > 1 { matching.sort { $0.seq < $1.seq } }
+        return matching.count > filter.limit ? Array(matching.suffix(filter.limit)) : matching
     }
 
     /// The kept events that pass `filter`, oldest first (the newest `filter.limit` of them).
     public func events(_ filter: TimelineFilter) -> [TimelineEvent] {
-        state.withLock { state in
-            var matching: [TimelineEvent] = []
-            for event in state.events.reversed() where filter.matches(event) {
-                matching.append(event)
-                if matching.count >= filter.limit { break }
-            }
-            return matching.reversed()
-        }
+        state.withLock { Timelines.matching(filter, in: $0) }
     }
 
     /// The lanes known, in the order they opened; `ids` narrows them.
     public func lanes(_ ids: Set<String>? = nil) -> [TimelineLane] {
-        state.withLock { state in state.lanes.values.filter { ids?.contains($0.id) ?? true } }
+        state.withLock { state in state.lanes.values.map(\.info).filter { ids?.contains($0.id) ?? true } }
     }
 
-    public func lane(_ id: String) -> TimelineLane? { state.withLock { $0.lanes[id] } }
+    public func lane(_ id: String) -> TimelineLane? { state.withLock { $0.lanes[id]?.info } }
 
-    /// The kept events after `filter.afterSeq` that pass the filter, then every new one. A
-    /// subscriber that falls `capacity` events behind loses the oldest rather than growing memory.
+    /// The kept events that pass `filter`, then every new one. A subscriber that falls
+    /// `capacity` events behind loses the oldest rather than growing memory.
     public func subscribe(_ filter: TimelineFilter) -> TimelineSubscription {
         let (stream, continuation) = AsyncStream<TimelineEvent>.makeStream(bufferingPolicy: .bufferingNewest(capacity))
         let id = state.withLock { state -> Int in
-            for event in state.events where filter.matches(event) { continuation.yield(event) }
+            for event in Timelines.matching(filter, in: state) { continuation.yield(event) }
             state.nextSubscriber += 1
             state.subscribers[state.nextSubscriber] = Subscriber(filter: filter, continuation: continuation)
             return state.nextSubscriber
@@ -121,12 +164,16 @@ public final class Timelines: Sendable {
     /// Forgets every event and every closed lane (the emulator's reset); open lanes stay.
     public func clear() {
         state.withLock { state in
-            state.events.removeAll()
-            state.lanes.removeAll { $0.value.closed != nil }
+            state.lanes.removeAll { $0.value.info.closed != nil }
+            for id in state.lanes.keys { state.lanes[id]!.events.removeAll() }
+            state.order.removeAll()
+            state.closed.removeAll()
+            state.count = 0
         }
     }
 
-    public var count: Int { state.withLock { $0.events.count } }
+    /// Events kept now.
+    public var count: Int { state.withLock { $0.count } }
 
     /// Ends every subscription (shutdown).
     public func finishAll() {
@@ -166,8 +213,8 @@ public struct TimelineRecorder: Sendable {
     public let lane: String
     let timelines: Timelines
 
-    public func record(_ kind: TimelineEvent.Kind, _ fields: [(String, JSON)] = []) {
-        timelines.record(lane, kind, fields)
+    public func record(_ kind: TimelineEvent.Kind, _ fields: [(String, JSON)] = [], changed: [TimelineChange] = []) {
+        timelines.record(lane, kind, fields, changed: changed)
     }
 }
 

@@ -51,7 +51,8 @@ struct EventManager {
         eventCounter += 1
         timeline?.snapshot(String(listenerID), fromCache: snapshot.fromCache, hasPendingWrites: snapshot.hasPendingWrites,
                            documents: snapshot.documents.count,
-                           changes: snapshot.changes.map { ($0.kind.name, $0.document.document.path.description) },
+                           changes: snapshot.changes.count,
+                           changed: snapshot.changes.prefix(TimelineEvent.listedChanges).map { TimelineChange($0.kind.name, $0.document.document.path.description) },
                            extra: [("snapshotId", .int(eventCounter))])
         let body = JSONWriter.bytes(snapshot.render(database: database, options: registration.options))
         if case .dropped = registration.output.yield(.snapshot(id: eventCounter, body: body)) {

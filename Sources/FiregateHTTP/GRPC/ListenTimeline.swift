@@ -4,10 +4,12 @@ import FiregateProto
 
 /// What a Listen stream (gRPC or WebChannel) tells its client, as timeline steps
 /// (docs/timeline.md): a target added or removed, and at each consistent snapshot (the global
-/// NO_CHANGE the SDKs raise events on) the documents changed since the last one.
+/// NO_CHANGE the SDKs raise events on) the documents changed since the last one. The snapshot's
+/// time is the server's as it is sent (its read time is in the stream, not repeated here).
 struct ListenTimeline {
     let recorder: TimelineRecorder
-    private var changed: [(String, String)] = []
+    private var changes = 0
+    private var changed: [TimelineChange] = []
 
     init(_ recorder: TimelineRecorder) {
         self.recorder = recorder
@@ -23,19 +25,24 @@ struct ListenTimeline {
                         recorder.listenClosed(String(id), reason: change.hasCause ? change.cause.message : nil)
                     }
                 case .noChange where change.targetIds.isEmpty:
-                    let changes = changed
+                    recorder.snapshot("stream", fromCache: false, hasPendingWrites: nil, documents: nil, changes: changes, changed: changed)
+                    changes = 0
                     changed = []
-                    recorder.snapshot("stream", fromCache: false, hasPendingWrites: nil, documents: nil, changes: changes,
-                                      extra: [("readTime", .string(Timestamp(proto: change.readTime).rfc3339))])
                 default:
                     break
                 }
-            case .documentChange(let change)?: changed.append(("changed", ListenTimeline.path(change.document.name)))
-            case .documentDelete(let delete)?: changed.append(("removed", ListenTimeline.path(delete.document)))
-            case .documentRemove(let remove)?: changed.append(("removed", ListenTimeline.path(remove.document)))
+            case .documentChange(let change)?: note("changed", change.document.name)
+            case .documentDelete(let delete)?: note("removed", delete.document)
+            case .documentRemove(let remove)?: note("removed", remove.document)
             default: break
             }
         }
+    }
+
+    /// Counts a changed document; the first ones are listed.
+    private mutating func note(_ type: String, _ name: String) {
+        changes += 1
+        if changed.count < TimelineEvent.listedChanges { changed.append(TimelineChange(type, ListenTimeline.path(name))) }
     }
 
     /// `cities/SF` of `projects/p/databases/d/documents/cities/SF`.
