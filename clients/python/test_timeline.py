@@ -213,6 +213,12 @@ def test_a_grpc_connection_has_a_lane_of_its_listens_snapshots_and_writes(base_u
             name=f"{db_name(project)}/documents/rooms/b", fields={"n": doc_types.Value(integer_value=2)}))]))
         answer = next(responses)
         stream.until_global_snapshot()
+        # A unary Commit (the server SDKs' write) on the same connection.
+        channel.unary_unary(SERVICE + "Commit", request_serializer=fs.CommitRequest.serialize, response_deserializer=fs.CommitResponse.deserialize)(
+            fs.CommitRequest(database=db_name(project), writes=[write_types.Write(update=doc_types.Document(
+                name=f"{db_name(project)}/documents/rooms/c", fields={"n": doc_types.Value(integer_value=3)}))]),
+            metadata=[("authorization", "Bearer owner"), ("google-cloud-resource-prefix", db_name(project))], timeout=10)
+        stream.until_global_snapshot()
         connections = requests.get(f"{base_url}/emulator/v1/connections", timeout=T).json()["connections"]
         ids = [c["id"] for c in connections if c.get("project") == project]
         assert ids, connections
@@ -228,7 +234,9 @@ def test_a_grpc_connection_has_a_lane_of_its_listens_snapshots_and_writes(base_u
             ("writeAcknowledged", {"writeId": "w1"}),
         ], story), story
         snapshots = [f for k, f in story if k == "snapshot"]
-        assert snapshots[-1]["changed"] == [{"type": "changed", "path": "rooms/b"}]
+        assert [s["changed"] for s in snapshots[-2:]] == [[{"type": "changed", "path": "rooms/b"}], [{"type": "changed", "path": "rooms/c"}]]
+        unary = [(k, f) for k, f in story if f.get("writeId", "").startswith("u")]
+        assert [k for k, _ in unary] == ["writeSent", "writeAcknowledged"] and unary[0][1]["documents"] == ["rooms/c"], story
         acknowledged = next(e for e in events if e["kind"] == "writeAcknowledged")
         stored = requests.get(f"{base_url}/v1/{db_name(project)}/documents/rooms/b", timeout=T).json()
         assert acknowledged["commitTime"] == stored["updateTime"] and answer.commit_time

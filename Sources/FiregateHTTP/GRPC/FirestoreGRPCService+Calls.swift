@@ -1,4 +1,5 @@
 import FiregateBackend
+import Synchronization
 import FiregateModel
 import FiregateProto
 import NIOCore
@@ -132,10 +133,27 @@ extension FirestoreGRPCService {
         try GRPCFraming.frame(result.proto)
     }
 
-    func commit(_ request: Google_Firestore_V1_CommitRequest) async throws(FiregateError) -> Google_Firestore_V1_CommitResponse {
+    /// A unary Commit; `timeline`, the connection's lane, hears it sent and answered.
+    func commit(_ request: Google_Firestore_V1_CommitRequest, timeline: TimelineRecorder?) async throws(FiregateError) -> Google_Firestore_V1_CommitResponse {
         let database = database(try FirestoreResourceName.database(request.database))
-        return try Google_Firestore_V1_CommitResponse(restJSON: try await Self.commit(database, try request.restJSON(), judge: judge(database), forwarding: forwarding))
+        let judge = judge(database)
+        let writeID = FirestoreGRPCService.nextCommitID()
+        timeline?.writeSent(writeID, documents: request.writes.map(FirestoreWriteCall.path))
+        do {
+            let response = try Google_Firestore_V1_CommitResponse(restJSON: try await Self.commit(database, try request.restJSON(), judge: judge,
+                                                                                               forwarding: forwarding))
+            timeline?.writeAcknowledged(writeID, commitTime: Timestamp(proto: response.commitTime))
+            return response
+        } catch {
+            timeline?.writeRejected(writeID, error: error, decision: judge?.decisionIDs.last)
+            throw error
+        }
     }
+
+    private static let commitCount = Atomic<Int>(0)
+
+    /// `u1`, `u2`, …: unary commits as a connection's timeline names them, unique in the server.
+    static func nextCommitID() -> String { "u\(commitCount.add(1, ordering: .relaxed).newValue)" }
 
     func rollback(_ request: Google_Firestore_V1_RollbackRequest) async throws(FiregateError) -> Google_Protobuf_Empty {
         let database = database(try FirestoreResourceName.database(request.database))

@@ -96,6 +96,11 @@ struct FirestoreGRPCService: Sendable {
         }
     }
 
+    /// The timeline lane of the connection a call was admitted on.
+    func timeline(_ ticket: GRPCCallTicket?) -> TimelineRecorder? {
+        ticket.map { backend.timelines.recorder(TimelineLane.connectionID($0.entryID)) }
+    }
+
     func serve<Body: ResponseBodyWriter>(path: String, requests: inout GRPCMessageReader, responses: inout GRPCMessageWriter<Body>,
                                          ticket: GRPCCallTicket?, channel: any Channel, readers: GRPCRequestReaders) async -> FiregateError? {
         guard path.hasPrefix(FirestoreGRPCService.pathPrefix) else {
@@ -111,7 +116,7 @@ struct FirestoreGRPCService: Sendable {
             case "DeleteDocument": try await unary(&requests, &responses, deleteDocument)
             case "BatchGetDocuments": try await streaming(&requests, &responses, batchGetDocuments)
             case "BeginTransaction": try await unary(&requests, &responses, beginTransaction)
-            case "Commit": try await unary(&requests, &responses, commit)
+            case "Commit": try await unary(&requests, &responses) { request throws(FiregateError) in try await commit(request, timeline: timeline(ticket)) }
             case "Rollback": try await unary(&requests, &responses, rollback)
             case "RunQuery": try await streaming(&requests, &responses, runQuery)
             case "RunAggregationQuery": try await streaming(&requests, &responses, runAggregationQuery)
@@ -122,7 +127,8 @@ struct FirestoreGRPCService: Sendable {
                 return await FirestoreListenCall(backend: backend, options: listenOptions, ticket: ticket)
                     .run(requests: requests, responses: &responses, channel: channel, readers: readers)
             case "Write":
-                return await FirestoreWriteCall(backend: backend, ticket: ticket, forwarding: forwarding, timeline: ticket.map { backend.timelines.recorder(TimelineLane.connectionID($0.entryID)) }).run(requests: requests, responses: &responses, channel: channel, readers: readers)
+                return await FirestoreWriteCall(backend: backend, ticket: ticket, forwarding: forwarding, timeline: timeline(ticket))
+                    .run(requests: requests, responses: &responses, channel: channel, readers: readers)
             case "ExecutePipeline":
                 throw FiregateError.unimplemented("ExecutePipeline is not supported by Firegate (pipelines are an Enterprise edition feature).")
             default:

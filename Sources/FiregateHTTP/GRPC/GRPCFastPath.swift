@@ -261,10 +261,14 @@ final class GRPCFastPath: ChannelInboundHandler {
             let outcome = Result { () throws(FiregateError) in try service.getDocumentMessage(request, database: database, path: path) }
             respond(stream, call.method, outcome, admitted, started: started, context: context)
         case .commit(let database, let writes):
+            let timeline = service.backend.timelines.recorder(TimelineLane.connectionID(entryID))
+            let writeID = FirestoreGRPCService.nextCommitID()
+            timeline.writeSent(writeID, documents: writes.map(\.path.description))
             let pending: DocumentDatabase.PendingCommit
             do {
                 pending = try service.database(database).beginCommit(writes)
             } catch {
+                timeline.writeRejected(writeID, error: error, decision: nil)
                 return respond(stream, call.method, .failure(error), admitted, started: started, context: context)
             }
             let loop = context.eventLoop
@@ -273,6 +277,10 @@ final class GRPCFastPath: ChannelInboundHandler {
             pending.whenDurable { outcome in
                 loop.execute {
                     let (handler, context) = bound.value
+                    switch outcome {
+                    case .success(let result): timeline.writeAcknowledged(writeID, commitTime: result.commitTime)
+                    case .failure(let error): timeline.writeRejected(writeID, error: error, decision: nil)
+                    }
                     let answer = outcome.flatMap { result in Result { () throws(FiregateError) in try FirestoreGRPCService.commitResponse(result) } }
                     handler.respond(stream, .commit, answer, admitted, started: started, context: context)
                 }
