@@ -79,10 +79,12 @@ final class TimelinesTests: XCTestCase {
         XCTAssertEqual(timelines.count, 8, "the dropped lanes' events are gone with them")
         XCTAssertEqual(Set(timelines.events(TimelineFilter()).map(\.lane)), ["connection:c3", "connection:c4", "connection:c5"])
         XCTAssertEqual(timelines.lane("connection:c4")?.json.member("closed"), .string("2023-11-14T22:13:20Z"))
-        // A step of a lane nobody opened still lands in one, named by its id.
+        // A forgotten lane, or one never opened, takes no steps (a late step must not revive it).
+        timelines.recorder("connection:c1").listenClosed("1")
         timelines.recorder("client:Z").network(online: false)
-        XCTAssertEqual(timelines.lane("client:Z")?.name, "Z")
-        XCTAssertEqual(timelines.lane("client:Z")?.kind, "client")
+        XCTAssertNil(timelines.lane("connection:c1"))
+        XCTAssertNil(timelines.lane("client:Z"))
+        XCTAssertEqual(timelines.count, 8)
     }
 
     func testASnapshotListsItsFirstChangesAndCountsThemAll() {

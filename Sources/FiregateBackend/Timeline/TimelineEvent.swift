@@ -12,6 +12,8 @@ public struct TimelineEvent: Sendable {
     public let fields: [(String, JSON)]
     /// A snapshot's changed documents (the first `listedChanges`), rendered as `changed`.
     public let changed: [TimelineChange]
+    /// An acknowledged write's commit time, rendered as `commitTime` (formatted only when read).
+    public let commitTime: Timestamp?
 
     /// The kinds of step, by the names `?kinds=` filters on.
     public enum Kind: String, Sendable, CaseIterable {
@@ -42,13 +44,15 @@ public struct TimelineEvent: Sendable {
     /// Changed documents listed per snapshot event; `changes` says how many there were.
     public static let listedChanges = 20
 
-    public init(seq: Int64, lane: String, time: Timestamp, kind: Kind, fields: [(String, JSON)], changed: [TimelineChange] = []) {
+    public init(seq: Int64, lane: String, time: Timestamp, kind: Kind, fields: [(String, JSON)], changed: [TimelineChange] = [],
+                commitTime: Timestamp? = nil) {
         self.seq = seq
         self.lane = lane
         self.time = time
         self.kind = kind
         self.fields = fields
         self.changed = changed
+        self.commitTime = commitTime
     }
 
     /// `{"seq","lane","time","ms","kind",…fields}`: `ms` is the time in epoch milliseconds
@@ -59,6 +63,7 @@ public struct TimelineEvent: Sendable {
             ("ms", .double(Double(time.microseconds) / 1000)), ("kind", .string(kind.rawValue)),
         ]
         members += fields
+        if let commitTime { members.append(("commitTime", .string(commitTime.rfc3339))) }
         if kind == .snapshot {
             members.append(("changed", .array(changed.map { ["type": .string($0.type), "path": .string($0.path)] })))
         }
@@ -93,8 +98,6 @@ public struct TimelineLane: Sendable {
     public let appId: String?
     public let opened: Timestamp
     public var closed: Timestamp?
-    /// The newest event recorded in it.
-    var lastSeq: Int64 = 0
 
     public static func clientID(_ id: String) -> String { "client:\(id)" }
     public static func connectionID(_ id: String) -> String { "connection:\(id)" }
@@ -107,12 +110,6 @@ public struct TimelineLane: Sendable {
         self.project = project
         self.appId = appId
         self.opened = opened
-    }
-
-    /// A lane known only by the steps recorded in it (`client:A` → a client named A).
-    init(unopened id: String, at time: Timestamp) {
-        let kind = id.prefix { $0 != ":" }
-        self.init(kind: String(kind), name: String(id.dropFirst(kind.count + 1)), protocol: "", project: nil, opened: time)
     }
 
     public var json: JSON {

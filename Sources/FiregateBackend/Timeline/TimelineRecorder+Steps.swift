@@ -26,8 +26,9 @@ extension TimelineRecorder {
         record(.writeSent, fields)
     }
 
-    public func writeAcknowledged(_ writeID: String, commitTime: Timestamp?) {
-        record(.writeAcknowledged, [("writeId", .string(writeID))] + (commitTime.map { [("commitTime", .string($0.rfc3339))] } ?? []))
+    /// `writes`: how many the write held, when no `writeSent` step said so (a unary Commit).
+    public func writeAcknowledged(_ writeID: String, commitTime: Timestamp?, writes: Int? = nil) {
+        record(.writeAcknowledged, [("writeId", .string(writeID))] + (writes.map { [("writes", .int(Int64($0)))] } ?? []), commitTime: commitTime)
     }
 
     /// `decision`: the rules decision that refused it (its trace is at `/emulator/v1/rules/decisions/{id}`).

@@ -7,21 +7,16 @@ import Synchronization
 /// owner of its events. Surfaces and clients record steps through a `TimelineRecorder`; the
 /// routes read them filtered, and live subscribers hear each new one.
 ///
-/// Memory is bounded twice: the newest `capacity` events over all lanes stay, and only the
-/// newest `closedLaneLimit` closed lanes — a server that sees connections come and go by the
-/// thousand keeps the recent ones' stories, not all of them. Recording costs one append under a
-/// lock; JSON is rendered only when someone reads.
+/// Memory is bounded twice: the newest `capacity` events over all lanes stay, and at most
+/// `closedLaneLimit` closed lanes — a server that sees connections come and go by the thousand
+/// keeps the recent ones' stories, not all of them. Recording costs one append under a lock;
+/// JSON is rendered only when someone reads.
 public final class Timelines: Sendable {
     /// Events kept over all lanes, and closed lanes kept, by default.
     public static let defaultCapacity = 100_000
     public static let defaultClosedLaneLimit = 256
     public let capacity: Int
     public let closedLaneLimit: Int
-
-    private struct Lane {
-        var info: TimelineLane
-        var events = Deque<TimelineEvent>()
-    }
 
     private struct Subscriber {
         let filter: TimelineFilter
@@ -30,11 +25,11 @@ public final class Timelines: Sendable {
 
     private struct State {
         var nextSeq: Int64 = 1
-        var lanes: OrderedDictionary<String, Lane> = [:]
-        /// Every kept event's seq and lane, oldest first, to find the oldest one to drop. It
-        /// may still name events of lanes dropped whole; those are skipped.
-        var order = Deque<(seq: Int64, lane: String)>()
-        var count = 0
+        /// Every kept event, oldest first.
+        var events = Deque<TimelineEvent>()
+        var lanes: OrderedDictionary<String, TimelineLane> = [:]
+        /// Each known lane's newest event (a plain dictionary: the one lookup a step costs).
+        var lastSeq: [String: Int64] = [:]
         /// Closed lanes, oldest first.
         var closed = Deque<String>()
         var subscribers: [Int: Subscriber] = [:]
@@ -56,81 +51,77 @@ public final class Timelines: Sendable {
     public func open(kind: String, name: String, protocol: String, project: String?, appId: String? = nil, action: String) -> TimelineRecorder {
         let info = TimelineLane(kind: kind, name: name, protocol: `protocol`, project: project, appId: appId, opened: clock.now())
         state.withLock { state in
-            if state.lanes[info.id]?.info.closed != nil { state.closed.removeAll { $0 == info.id } }
-            state.lanes[info.id, default: Lane(info: info)].info = info
+            if state.lanes[info.id]?.closed != nil { state.closed.removeAll { $0 == info.id } }
+            state.lanes[info.id] = info
+            if state.lastSeq[info.id] == nil { state.lastSeq[info.id] = 0 }
         }
         let recorder = TimelineRecorder(lane: info.id, timelines: self)
         recorder.lifecycle(action)
         return recorder
     }
 
-    /// The recorder of a lane, opened or not.
+    /// The recorder of a lane; its steps are kept while the lane is.
     public func recorder(_ lane: String) -> TimelineRecorder { TimelineRecorder(lane: lane, timelines: self) }
 
     /// A client configured for another project after its lane opened.
     public func setProject(_ project: String?, of lane: String) {
-        state.withLock { $0.lanes[lane]?.info.project = project }
+        state.withLock { $0.lanes[lane]?.project = project }
     }
 
-    /// Records the lane's last `lifecycle` step and marks it closed; past `closedLaneLimit`
-    /// closed lanes, the oldest is forgotten.
+    /// Records the lane's last `lifecycle` step and marks it closed. Past `closedLaneLimit`
+    /// closed lanes, the oldest half are forgotten with their events (in one pass over the
+    /// events, so each close costs little however many come and go).
     public func close(_ lane: String, action: String, fields: [(String, JSON)] = []) {
         record(lane, .lifecycle, [("action", .string(action))] + fields)
         let time = clock.now()
         state.withLock { state in
-            guard state.lanes[lane] != nil, state.lanes[lane]!.info.closed == nil else { return }
-            state.lanes[lane]!.info.closed = time
+            guard state.lanes[lane] != nil, state.lanes[lane]!.closed == nil else { return }
+            state.lanes[lane]!.closed = time
             state.closed.append(lane)
-            if state.closed.count > closedLaneLimit, let oldest = state.closed.popFirst(), let dropped = state.lanes.removeValue(forKey: oldest) {
-                state.count -= dropped.events.count
+            guard state.closed.count > closedLaneLimit else { return }
+            var forgotten = Set<String>()
+            while state.closed.count > closedLaneLimit / 2, let oldest = state.closed.popFirst() { forgotten.insert(oldest) }
+            for id in forgotten {
+                state.lanes.removeValue(forKey: id)
+                state.lastSeq.removeValue(forKey: id)
             }
+            state.events.removeAll { forgotten.contains($0.lane) }
         }
     }
 
-    func record(_ lane: String, _ kind: TimelineEvent.Kind, _ fields: [(String, JSON)], changed: [TimelineChange] = []) {
+    func record(_ lane: String, _ kind: TimelineEvent.Kind, _ fields: [(String, JSON)], changed: [TimelineChange] = [], commitTime: Timestamp? = nil) {
         let time = clock.now()
         state.withLock { state in
-            let event = TimelineEvent(seq: state.nextSeq, lane: lane, time: time, kind: kind, fields: fields, changed: changed)
+            // A lane forgotten (closed long ago, or cleared) takes no more steps: a listener's
+            // end heard after its client was deleted must not bring the lane back.
+            guard let known = state.lastSeq.index(forKey: lane) else { return }
+            let event = TimelineEvent(seq: state.nextSeq, lane: lane, time: time, kind: kind, fields: fields, changed: changed, commitTime: commitTime)
+            state.lastSeq.values[known] = event.seq
             state.nextSeq += 1
-            // A step of a lane nobody opened (a connection after a reset) opens it as it can.
-            state.lanes[lane, default: Lane(info: TimelineLane(unopened: lane, at: time))].events.append(event)
-            state.order.append((event.seq, lane))
-            state.count += 1
-            while state.count > capacity { Timelines.dropOldest(&state) }
-            if state.order.count > 2 * capacity + 1024 { Timelines.compactOrder(&state) }
+            state.events.append(event)
+            if state.events.count > capacity { Timelines.dropOldest(&state) }
             for subscriber in state.subscribers.values where subscriber.filter.matches(event) {
                 subscriber.continuation.yield(event)
             }
         }
     }
 
+    /// The oldest event goes; a closed lane goes with its last event.
     private static func dropOldest(_ state: inout State) {
-        while let (seq, lane) = state.order.popFirst() {
-            guard state.lanes[lane]?.events.first?.seq == seq else { continue }
-            state.lanes[lane]!.events.removeFirst()
-            state.count -= 1
-            if state.lanes[lane]!.events.isEmpty, state.lanes[lane]!.info.closed != nil {
-                state.lanes.removeValue(forKey: lane)
-                state.closed.removeAll { $0 == lane }
-            }
-            return
-        }
-    }
-
-    /// Forgets the entries of `order` whose events are gone with their lanes.
-    private static func compactOrder(_ state: inout State) {
-        state.order = Deque(state.order.filter { entry in
-            guard let first = state.lanes[entry.lane]?.events.first else { return false }
-            return entry.seq >= first.seq
-        })
+        guard let dropped = state.events.popFirst(), state.lastSeq[dropped.lane] == dropped.seq,
+              state.lanes[dropped.lane]?.closed != nil else { return }
+        state.lanes.removeValue(forKey: dropped.lane)
+        state.lastSeq.removeValue(forKey: dropped.lane)
+        state.closed.removeAll { $0 == dropped.lane }
     }
 
     private static func matching(_ filter: TimelineFilter, in state: State) -> [TimelineEvent] {
         var matching: [TimelineEvent] = []
-        let lanes = filter.lanes.map { ids in ids.compactMap { state.lanes[$0] } } ?? Array(state.lanes.values)
-        for lane in lanes { matching += lane.events.filter(filter.matches) }
-        if lanes.count > 1 { matching.sort { $0.seq < $1.seq } }
-        return matching.count > filter.limit ? Array(matching.suffix(filter.limit)) : matching
+        for event in state.events.reversed() where filter.matches(event) {
+            matching.append(event)
+            if matching.count >= filter.limit { break }
+        }
+        return matching.reversed()
     }
 
     /// The kept events that pass `filter`, oldest first (the newest `filter.limit` of them).
@@ -140,10 +131,10 @@ public final class Timelines: Sendable {
 
     /// The lanes known, in the order they opened; `ids` narrows them.
     public func lanes(_ ids: Set<String>? = nil) -> [TimelineLane] {
-        state.withLock { state in state.lanes.values.map(\.info).filter { ids?.contains($0.id) ?? true } }
+        state.withLock { state in state.lanes.values.filter { ids?.contains($0.id) ?? true } }
     }
 
-    public func lane(_ id: String) -> TimelineLane? { state.withLock { $0.lanes[id]?.info } }
+    public func lane(_ id: String) -> TimelineLane? { state.withLock { $0.lanes[id] } }
 
     /// The kept events that pass `filter`, then every new one. A subscriber that falls
     /// `capacity` events behind loses the oldest rather than growing memory.
@@ -164,16 +155,15 @@ public final class Timelines: Sendable {
     /// Forgets every event and every closed lane (the emulator's reset); open lanes stay.
     public func clear() {
         state.withLock { state in
-            state.lanes.removeAll { $0.value.info.closed != nil }
-            for id in state.lanes.keys { state.lanes[id]!.events.removeAll() }
-            state.order.removeAll()
+            state.lanes.removeAll { $0.value.closed != nil }
+            state.lastSeq = state.lastSeq.filter { state.lanes[$0.key] != nil }
+            state.events.removeAll()
             state.closed.removeAll()
-            state.count = 0
         }
     }
 
     /// Events kept now.
-    public var count: Int { state.withLock { $0.count } }
+    public var count: Int { state.withLock { $0.events.count } }
 
     /// Ends every subscription (shutdown).
     public func finishAll() {
@@ -213,8 +203,8 @@ public struct TimelineRecorder: Sendable {
     public let lane: String
     let timelines: Timelines
 
-    public func record(_ kind: TimelineEvent.Kind, _ fields: [(String, JSON)] = [], changed: [TimelineChange] = []) {
-        timelines.record(lane, kind, fields, changed: changed)
+    public func record(_ kind: TimelineEvent.Kind, _ fields: [(String, JSON)] = [], changed: [TimelineChange] = [], commitTime: Timestamp? = nil) {
+        timelines.record(lane, kind, fields, changed: changed, commitTime: commitTime)
     }
 }
 

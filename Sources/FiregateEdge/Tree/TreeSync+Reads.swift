@@ -64,6 +64,7 @@ extension TreeSync {
         begin()
         let (stream, output) = AsyncStream.makeStream(of: TreeListenerOutput.self, bufferingPolicy: .unbounded)
         let id = views.register(key, state: viewState(key), kinds: kinds, output: output)
+        timeline.listenOpened("t\(id)", target: key.spec.path.description)
         output.onTermination = { [weak self] _ in
             Task { await self?.unregister(key, id) }
         }
@@ -72,6 +73,7 @@ extension TreeSync {
     }
 
     func unregister(_ key: TreeViewKey, _ id: Int) {
+        timeline.listenClosed("t\(id)")
         if views.unregister(key, id), !views.isActive(key.spec) { setActive(key.spec, false) }
     }
 

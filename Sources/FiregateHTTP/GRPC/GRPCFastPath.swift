@@ -261,9 +261,9 @@ final class GRPCFastPath: ChannelInboundHandler {
             let outcome = Result { () throws(FiregateError) in try service.getDocumentMessage(request, database: database, path: path) }
             respond(stream, call.method, outcome, admitted, started: started, context: context)
         case .commit(let database, let writes):
+            // One step per commit, at its answer: this is the hot path of the server SDKs' writes.
             let timeline = service.backend.timelines.recorder(TimelineLane.connectionID(entryID))
             let writeID = FirestoreGRPCService.nextCommitID()
-            timeline.writeSent(writeID, documents: writes.map(\.path.description))
             let pending: DocumentDatabase.PendingCommit
             do {
                 pending = try service.database(database).beginCommit(writes)
@@ -278,7 +278,7 @@ final class GRPCFastPath: ChannelInboundHandler {
                 loop.execute {
                     let (handler, context) = bound.value
                     switch outcome {
-                    case .success(let result): timeline.writeAcknowledged(writeID, commitTime: result.commitTime)
+                    case .success(let result): timeline.writeAcknowledged(writeID, commitTime: result.commitTime, writes: writes.count)
                     case .failure(let error): timeline.writeRejected(writeID, error: error, decision: nil)
                     }
                     let answer = outcome.flatMap { result in Result { () throws(FiregateError) in try FirestoreGRPCService.commitResponse(result) } }
