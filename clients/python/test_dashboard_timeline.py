@@ -4,15 +4,26 @@ a mark's detail and its rules decision, and a saved trace of 10 000 steps opened
 import json
 import uuid
 
+import pytest
 import requests
 
-from test_dashboard import ARTIFACTS, _screenshot, browser, dashboard_url, page  # noqa: F401 (fixtures)
+from conftest import start_server, stop_server
+from test_dashboard import PUBLIC, _screenshot, browser, page  # noqa: F401 (fixtures)
 from test_timeline import offline_story
 
 try:
     from playwright.sync_api import expect
 except ImportError:  # test_dashboard's fixture reports it
     expect = None
+
+
+@pytest.fixture(scope="module")
+def dashboard_url():
+    """A server of this module's own serving Public/: the story loads rules, which must not
+    change how the session's server serves other modules."""
+    proc, base = start_server("--public-dir", str(PUBLIC))
+    yield base
+    stop_server(proc)
 
 
 def canvas_point(pg, lane_id, ms):

@@ -55,6 +55,15 @@ def subsequence(wanted, got):
     return all(any(step == w for step in it) for w in wanted)
 
 
+@pytest.fixture(scope="module")
+def base_url():
+    """A server of this module's own: the rules these tests load must not change how the
+    session's server serves other modules (with rules active, reads leave the fast path)."""
+    proc, base = start_server()
+    yield base
+    stop_server(proc)
+
+
 @pytest.fixture
 def client_id():
     return "tl-" + uuid.uuid4().hex[:8]
