@@ -3,7 +3,7 @@
 // chart). Lanes are filtered by name; a clicked mark shows its detail — a snapshot's changed
 // documents, a rejected write's rules decision — and links to them.
 
-import { $, h, fill, setText, showError } from '../dom.js';
+import { $, h, fill, setText, showError, coalesce } from '../dom.js';
 import { api, adminToken } from '../api.js';
 import { emit } from '../bus.js';
 import { selectTab } from '../tabs.js';
@@ -107,23 +107,36 @@ async function loadLive() {
   }
 }
 
+// Bursts of steps are drawn once per frame; new lanes' descriptions are read at most every 300 ms.
+let renderPending = false;
+function renderSoon() {
+  if (renderPending) return;
+  renderPending = true;
+  requestAnimationFrame(() => {
+    renderPending = false;
+    render();
+  });
+}
+
+const refreshLanes = coalesce(async () => {
+  const known = await api('/emulator/v1/timeline?limit=0');
+  for (const lane of known.lanes) lanes.set(lane.id, lane);
+  renderSoon();
+}, 300);
+
 function startLive() {
   const params = new URLSearchParams({ live: 'true', afterSeq: String(lastSeq) });
   const token = adminToken();
   if (token) params.set('admin_token', token);
   source = new EventSource('/emulator/v1/timeline?' + params);
-  source.addEventListener('timeline', async (message) => {
+  source.addEventListener('timeline', (message) => {
     const ev = JSON.parse(message.data);
     if (ev.seq <= lastSeq) return;
-    if (!lanes.has(ev.lane)) {
-      // A lane opened since: its description comes with the next read of the lanes.
-      try {
-        const known = await api('/emulator/v1/timeline?limit=0');
-        for (const lane of known.lanes) lanes.set(lane.id, lane);
-      } catch { /* shown by its id until then */ }
-    }
+    // Added at once, in the order they come (a write's bar pairs its steps in order); a lane
+    // opened since is shown by its id until its description is read.
     add(ev);
-    render();
+    if (!lanes.has(ev.lane)) refreshLanes();
+    renderSoon();
   });
   source.onerror = () => {
     // The server went away or reset: read everything again once it answers.
