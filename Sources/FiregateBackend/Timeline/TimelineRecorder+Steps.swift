@@ -13,17 +13,16 @@ extension TimelineRecorder {
 
     /// `documents`: the written paths (the first `TimelineEvent.listedChanges`); `writes` counts them all.
     public func writeQueued(_ writeID: String, documents: [String]) {
-        record(.writeQueued, [("writeId", .string(writeID)), ("writes", .int(Int64(documents.count))),
-                              ("documents", .array(documents.prefix(TimelineEvent.listedChanges).map(JSON.string)))])
+        record(.writeQueued, [("writeId", .string(writeID))] + Self.listed(documents))
     }
 
     public func writeSent(_ writeID: String, documents: [String]? = nil) {
-        var fields: [(String, JSON)] = [("writeId", .string(writeID))]
-        if let documents {
-            fields += [("writes", .int(Int64(documents.count))),
-                       ("documents", .array(documents.prefix(TimelineEvent.listedChanges).map(JSON.string)))]
-        }
-        record(.writeSent, fields)
+        record(.writeSent, [("writeId", .string(writeID))] + (documents.map(Self.listed) ?? []))
+    }
+
+    /// `writes` (how many) and `documents` (the first `listedChanges` paths).
+    private static func listed(_ documents: [String]) -> [(String, JSON)] {
+        [("writes", .int(Int64(documents.count))), ("documents", .array(documents.prefix(TimelineEvent.listedChanges).map(JSON.string)))]
     }
 
     /// `writes`: how many the write held, when no `writeSent` step said so (a unary Commit).

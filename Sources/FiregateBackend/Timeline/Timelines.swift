@@ -164,15 +164,6 @@ public final class Timelines: Sendable {
 
     /// Events kept now.
     public var count: Int { state.withLock { $0.events.count } }
-
-    /// Ends every subscription (shutdown).
-    public func finishAll() {
-        let continuations = state.withLock { state in
-            defer { state.subscribers.removeAll() }
-            return state.subscribers.values.map(\.continuation)
-        }
-        for continuation in continuations { continuation.finish() }
-    }
 }
 
 /// Which events a read or a subscription wants.

@@ -136,18 +136,9 @@ extension FirestoreGRPCService {
     /// A unary Commit; `timeline`, the connection's lane, hears it sent and answered.
     func commit(_ request: Google_Firestore_V1_CommitRequest, timeline: TimelineRecorder?) async throws(FiregateError) -> Google_Firestore_V1_CommitResponse {
         let database = database(try FirestoreResourceName.database(request.database))
-        let judge = judge(database)
-        let writeID = FirestoreGRPCService.nextCommitID()
-        timeline?.writeSent(writeID, documents: request.writes.map(FirestoreWriteCall.path))
-        do {
-            let response = try Google_Firestore_V1_CommitResponse(restJSON: try await Self.commit(database, try request.restJSON(), judge: judge,
-                                                                                               forwarding: forwarding))
-            timeline?.writeAcknowledged(writeID, commitTime: Timestamp(proto: response.commitTime))
-            return response
-        } catch {
-            timeline?.writeRejected(writeID, error: error, decision: judge?.decisionIDs.last)
-            throw error
-        }
+        return try Google_Firestore_V1_CommitResponse(restJSON: try await Self.commit(database, try request.restJSON(), writes: request.writes,
+                                                                                  judge: judge(database), forwarding: forwarding, timeline: timeline,
+                                                                                  writeID: FirestoreGRPCService.nextCommitID()))
     }
 
     private static let commitCount = Atomic<Int>(0)

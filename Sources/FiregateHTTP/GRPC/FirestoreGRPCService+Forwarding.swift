@@ -1,5 +1,6 @@
 import FiregateBackend
 import FiregateModel
+import FiregateProto
 import FiregateStore
 import Foundation
 import NIOHTTP1
@@ -33,6 +34,21 @@ extension FirestoreGRPCService {
             return answer
         }
         return try await DocumentCalls.commit(database, json, judge: judge)
+    }
+
+    /// `commit`, told on the connection's timeline (`writeID` there): the writes sent, then
+    /// the answer, with the rules decision that refused them.
+    static func commit(_ database: DocumentDatabase, _ json: JSON, writes: [Google_Firestore_V1_Write], judge: DocumentRulesJudge?,
+                       forwarding: OwnerForwarding?, timeline: TimelineRecorder?, writeID: String) async throws(FiregateError) -> JSON {
+        timeline?.writeSent(writeID, documents: writes.map(FirestoreWriteCall.path))
+        do {
+            let result = try await commit(database, json, judge: judge, forwarding: forwarding)
+            timeline?.writeAcknowledged(writeID, commitTime: result.member("commitTime")?.stringValue.flatMap(Timestamp.init(rfc3339:)))
+            return result
+        } catch {
+            timeline?.writeRejected(writeID, error: error, decision: judge?.decisionIDs.last)
+            throw error
+        }
     }
 
     /// Whether a read request reads in a transaction (an open one, or one it begins).

@@ -70,16 +70,8 @@ struct FirestoreWriteCall {
                 }
                 guard !request.writes.isEmpty else { continue }
                 let judge = FirestoreGRPCService.caller.flatMap { backend.rules.documentJudge(id, caller: $0) }
-                let writeID = "w\(answered)"
-                timeline?.writeSent(writeID, documents: request.writes.map(FirestoreWriteCall.path))
-                let result: JSON
-                do {
-                    result = try await FirestoreGRPCService.commit(database, try request.restJSON(), judge: judge, forwarding: forwarding)
-                } catch {
-                    timeline?.writeRejected(writeID, error: ErrorResponse.normalize(error), decision: judge?.decisionIDs.last)
-                    throw error
-                }
-                timeline?.writeAcknowledged(writeID, commitTime: result.member("commitTime")?.stringValue.flatMap(Timestamp.init(rfc3339:)))
+                let result = try await FirestoreGRPCService.commit(database, try request.restJSON(), writes: request.writes, judge: judge,
+                                                                   forwarding: forwarding, timeline: timeline, writeID: "w\(answered)")
                 var response = try Google_Firestore_V1_WriteResponse(restJSON: result)
                 response.streamID = streamID
                 response.streamToken = nextToken()
