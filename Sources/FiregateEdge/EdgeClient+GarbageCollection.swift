@@ -12,27 +12,16 @@ import FiregateModel
 extension EdgeClient {
     func collectEagerGarbage() {
         guard settings.garbageCollector == .eager else { return }
-        let retained = referencedPaths(includingTargets: false)
-        let active = activeQueries
-        // A bundle's targets stay until a listener releases them, as the SDK never releases them.
-        for queryID in local.targetCache.targets.keys where !active.contains(queryID) && !local.bundles.heldTargets.contains(queryID) {
-            local.targetCache.remove(queryID)
-        }
-        for path in local.remoteDocuments.entries.keys where !retained.contains(path) && !local.targetCache.isInTarget(path) {
-            local.evict(path)
-        }
+        local.collectEagerGarbage(activeQueries: activeQueries, retained: referencedPaths)
     }
 
     /// Targets of open listeners.
     var activeQueries: Set<String> { Set(queries.states.values.map(\.queryID)) }
 
-    /// Documents held by queued writes and open listeners (their targets' results and views).
-    func referencedPaths(includingTargets: Bool) -> Set<ResourcePath> {
+    /// Documents held by queued writes and open listeners' views.
+    var referencedPaths: Set<ResourcePath> {
         var retained = local.mutationQueue.mutatedPaths
-        for entry in queries.states.values {
-            retained.formUnion(entry.view.documents.map(\.document.path))
-            if includingTargets { retained.formUnion(entry.serverPaths) }
-        }
+        for entry in queries.states.values { retained.formUnion(entry.view.documents.map(\.document.path)) }
         return retained
     }
 
@@ -61,22 +50,19 @@ extension EdgeClient {
     }
 
     func runLruCollection(_ parameters: LruGarbageCollector.Parameters) -> JSON {
-        local.targetCache.beginOperation()
+        local.beginOperation()
         let before = cacheBytes
         let plan = LruGarbageCollector.plan(targets: local.targetCache, documents: local.remoteDocuments.entries.keys, cacheBytes: before,
-                                            activeQueries: activeQueries, pinned: referencedPaths(includingTargets: false),
+                                            activeQueries: activeQueries, pinned: referencedPaths,
                                             parameters: parameters)
-        for queryID in plan.targets { local.targetCache.remove(queryID) }
-        local.deleteSavedTargets(plan.targets)
-        for path in plan.documents { local.evict(path) }
+        local.removeCollected(plan)
         let result: JSON = [
             "didRun": .bool(plan.didRun), "sequenceNumbersCollected": .int(Int64(plan.sequenceNumbersCollected)),
             "documentsRemoved": .int(Int64(plan.documents.count)), "targetsRemoved": .int(Int64(plan.targets.count)),
             "bytesBefore": .int(Int64(before)), "bytesAfter": .int(Int64(cacheBytes)),
         ]
         if plan.didRun {
-            local.gcRuns += 1
-            local.lastGC = result.withMember("time", .string(now().rfc3339))
+            local.noteGarbageCollected(result.withMember("time", .string(now().rfc3339)))
             backend.operations.record(.garbageCollected(client: id, documentsRemoved: plan.documents.count, targetsRemoved: plan.targets.count))
             timeline.record(.gc, [("documentsRemoved", .int(Int64(plan.documents.count))), ("targetsRemoved", .int(Int64(plan.targets.count))),
                                   ("bytesBefore", .int(Int64(before))), ("bytesAfter", .int(Int64(cacheBytes)))])

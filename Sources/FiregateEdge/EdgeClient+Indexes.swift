@@ -29,7 +29,7 @@ extension EdgeClient {
            let target = IndexTarget(query) {
             let index = target.autoIndex()
             if !index.segments.isEmpty, !local.remoteDocuments.indexes.indexes.contains(index) {
-                local.remoteDocuments.indexes.addAutoCreated(index, documents: local.remoteDocuments.entries, database: settings.databaseID)
+                local.addAutoCreatedIndex(index, database: settings.databaseID)
                 persistIndexes()
             }
         }
@@ -40,7 +40,7 @@ extension EdgeClient {
     public func configureIndexes(_ json: JSON) throws(FiregateError) -> JSON {
         try beginDataCall()
         let parsed = try IndexConfiguration.parse(json)
-        local.remoteDocuments.indexes.configure(parsed, documents: local.remoteDocuments.entries, database: settings.databaseID)
+        local.configureIndexes(parsed, database: settings.databaseID)
         persistIndexes()
         return indexesJSON()
     }
@@ -48,7 +48,7 @@ extension EdgeClient {
     /// `DELETE /clients/{id}/indexes` (deleteAllPersistentCacheIndexes).
     public func deleteAllIndexes() throws(FiregateError) -> JSON {
         try beginDataCall()
-        local.remoteDocuments.indexes.removeAll()
+        local.removeAllIndexes()
         persistIndexes()
         return indexesJSON()
     }
@@ -56,7 +56,7 @@ extension EdgeClient {
     /// `POST /clients/{id}/indexes:enableAutoCreation` / `:disableAutoCreation`.
     public func setIndexAutoCreation(_ enabled: Bool) throws(FiregateError) -> JSON {
         try beginDataCall()
-        local.indexAutoCreation = enabled
+        local.setIndexAutoCreation(enabled)
         return indexesJSON()
     }
 

@@ -19,16 +19,10 @@ extension EdgeClient {
         let (stream, output) = AsyncStream<EdgeEvent>.makeStream(bufferingPolicy: .bufferingOldest(EdgeClient.listenerBuffer))
         let listenerID = events.allocateID()
         let queryID = query.targetCanonicalID
-        local.targetCache.beginOperation()
-        if local.targetCache.targets[queryID] == nil {
-            local.targetCache.allocate(queryID)
-            local.persistTarget(queryID)
-        }
+        local.allocateTarget(queryID)
         // A target another listener already keeps current starts current (its query state),
         // for a listener from the cache too: the SDK shares the query's view between them.
-        let sharedTargetCurrent = queries.states.values.contains { $0.queryID == queryID && !$0.options.cacheOnly && $0.current }
-        queries.states[listenerID] = QueryState(query: query, queryID: queryID, options: options, view: QueryView(query: query, database: settings.databaseID),
-                                                current: sharedTargetCurrent)
+        queries.add(listenerID, query: query, options: options, view: QueryView(query: query, database: settings.databaseID))
         events.add(listenerID, ListenerRegistration(queryID: queryID, options: options,
                                                     listener: QueryListener(includeMetadataChanges: options.includeMetadataChanges, cacheOnly: options.cacheOnly),
                                                     output: output))
@@ -42,7 +36,7 @@ extension EdgeClient {
             // The script answers; offline, the stream asks once the network is back. Another
             // tab's query waits while the primary cannot allocate it.
             if isSecondary(options.owner) && local.faults.fails(.allocateTarget) {
-                tabs.context.deferredListens.insert(queryID)
+                tabs.context.deferListen(queryID)
             } else {
                 scriptedListen(queryID)
             }
@@ -62,14 +56,15 @@ extension EdgeClient {
 
     func removeListener(_ listenerID: Int) {
         events.remove(listenerID)
-        guard let entry = queries.states.removeValue(forKey: listenerID) else { return }
+        guard let entry = queries.remove(listenerID) else { return }
         timeline.listenClosed(String(listenerID))
         noteStreamClosed()
         updateWatchInterest()
         remote.heldTargets.remove(listenerID)
         // Another tab's query stays on watch while the primary cannot release it.
         let unlisten = isSecondary(entry.options.owner) && local.faults.fails(.releaseTarget)
-            ? { (queryID: String) in self.tabs.context.deferredUnlistens.insert(queryID) } : scriptedUnlisten
+            ? { (queryID: String) in self.tabs.context.deferUnlisten(queryID) } : scriptedUnlisten
+        if !queries.listensToServer(entry.queryID) { remote.feed.forget(entry.queryID) }
         if !entry.options.cacheOnly, queries.states.values.contains(where: { $0.queryID == entry.queryID }),
            !queries.listensToServer(entry.queryID) {
             // Only listeners from the cache are left: the target stays, watch stops listening.
@@ -78,27 +73,12 @@ extension EdgeClient {
             // The target's last listener: it becomes inactive now (releaseTarget), and the
             // documents its view showed are no longer referenced by it.
             if !entry.options.cacheOnly { unlisten(entry.queryID) }
-            local.targetCache.beginOperation()
-            releaseTarget(entry.queryID)
+            local.beginOperation()
+            local.releaseTarget(entry.queryID)
             for doc in entry.view.documents { local.touch(doc.document.path) }
         }
         if !queries.states.values.contains(where: { !$0.options.cacheOnly }) { stopWatch() }
         collectEagerGarbage()
-    }
-
-    /// releaseTarget: the target stays cached with its last use; if storing that fails the SDK
-    /// goes on, and what was stored before (its older resume token) is what a re-listen finds.
-    func releaseTarget(_ queryID: String) {
-        local.targetCache.release(queryID)
-        if local.bundles.heldTargets.contains(queryID) {
-            local.bundles.release(queryID)
-            local.persistBundles()
-        }
-        if local.faults.fails(.releaseTarget) {
-            local.targetCache.revertToSaved(queryID)
-        } else {
-            local.persistTarget(queryID)
-        }
     }
 
     /// Recomputes the views of `ids` (all listeners when nil) and raises their snapshots.
@@ -113,31 +93,30 @@ extension EdgeClient {
         // Tabs signed in as another user than the primary's see that user's queue.
         var otherUsersViews: [String: LocalViewBuilder] = [:]
         for listenerID in ids ?? Array(queries.states.keys).sorted() {
-            // Out of the dictionary while it changes, so its view's storage is not copied.
-            guard var entry = queries.states.removeValue(forKey: listenerID) else { continue }
-            defer { queries.states[listenerID] = entry }
+            guard let owner = queries.states[listenerID].map(\.options.owner) else { continue }
             var builder = ownView
-            if let owner = entry.options.owner {
+            if let owner {
                 if tabs.context.frozen.contains(owner) { continue }
                 if let user = tabs.context.users[owner], user != currentUser {
                     builder = otherUsersViews[user] ?? localView(for: user)
                     otherUsersViews[user] = builder
                 }
             }
-            let current = entry.current && remote.network.online
-            // A scripted watch's views know their target's keys, so they find limbo documents.
-            let target = remote.scripted == nil || entry.options.cacheOnly ? nil : local.targetCache.targets[entry.queryID]
-            let hasCachedResults = target.map { !$0.resumeToken.isEmpty } ?? local.targetCache.hasCachedResults(entry.queryID)
-            let snapshot: ViewSnapshot?
-            if let changed, entry.options.owner == nil, remote.scripted == nil, entry.view.updatesIncrementally, entry.view.current != nil,
-               !pendingResets.contains(entry.queryID), entry.unresolved.isEmpty {
-                let documents = changed.filter { entry.query.containsPath($0) }.map { ($0, builder.document($0)) }
-                snapshot = entry.view.apply(changed: documents, current: current, hasCachedResults: hasCachedResults)
-            } else {
-                snapshot = entry.view.update(result: builder.run(entry.query), current: current, hasCachedResults: hasCachedResults,
-                                             syncedKeys: target?.documents, unresolved: entry.unresolved,
-                                             pendingReset: pendingResets.contains(entry.queryID))
-            }
+            let snapshot = queries.updateView(of: listenerID) { entry -> ViewSnapshot? in
+                let current = entry.current && remote.network.online
+                // A scripted watch's views know their target's keys, so they find limbo documents.
+                let target = remote.scripted == nil || entry.options.cacheOnly ? nil : local.targetCache.targets[entry.queryID]
+                let hasCachedResults = target.map { !$0.resumeToken.isEmpty } ?? local.targetCache.hasCachedResults(entry.queryID)
+                let unresolved = entry.options.cacheOnly ? [] : remote.feed.unresolved[entry.queryID] ?? []
+                if let changed, entry.options.owner == nil, remote.scripted == nil, entry.view.updatesIncrementally, entry.view.current != nil,
+                   !pendingResets.contains(entry.queryID), unresolved.isEmpty {
+                    let documents = changed.filter { entry.query.containsPath($0) }.map { ($0, builder.document($0)) }
+                    return entry.view.apply(changed: documents, current: current, hasCachedResults: hasCachedResults)
+                }
+                return entry.view.update(result: builder.run(entry.query), current: current, hasCachedResults: hasCachedResults,
+                                         syncedKeys: target?.documents, unresolved: unresolved,
+                                         pendingReset: pendingResets.contains(entry.queryID))
+            } ?? nil
             if let snapshot { events.onViewSnapshot(snapshot, for: listenerID, onlineState: onlineState, database: settings.databaseID) }
         }
         updateScriptedLimbo()
@@ -178,17 +157,15 @@ extension EdgeClient {
     func retryDeferredTargets() -> Bool {
         var ran = false
         if !tabs.context.deferredListens.isEmpty, !local.faults.fails(.allocateTarget) {
-            for queryID in tabs.context.deferredListens.sorted() where queries.listensToServer(queryID) {
+            for queryID in tabs.context.takeDeferredListens().sorted() where queries.listensToServer(queryID) {
                 scriptedListen(queryID)
             }
-            tabs.context.deferredListens.removeAll()
             ran = true
         }
         if !tabs.context.deferredUnlistens.isEmpty, !local.faults.fails(.releaseTarget) {
-            for queryID in tabs.context.deferredUnlistens.sorted() where !queries.listensToServer(queryID) {
+            for queryID in tabs.context.takeDeferredUnlistens().sorted() where !queries.listensToServer(queryID) {
                 scriptedUnlisten(queryID)
             }
-            tabs.context.deferredUnlistens.removeAll()
             ran = true
         }
         return ran
@@ -199,13 +176,15 @@ extension EdgeClient {
     func endListeners(ofQuery queryID: String, with error: FiregateError) {
         events.endListeners(ofQuery: queryID, with: error)
         queries.remove(queryID: queryID)
-        local.targetCache.beginOperation()
-        releaseTarget(queryID)
+        remote.feed.forget(queryID)
+        local.beginOperation()
+        local.releaseTarget(queryID)
     }
 
     func endListeners(with error: FiregateError?) {
         events.endAll(with: error)
-        queries.states.removeAll()
+        queries.removeAll()
+        remote.feed.removeAll()
         remote.heldTargets.removeAll()
         tabs.endAll(with: error)
     }

@@ -26,7 +26,7 @@ extension EdgeClient {
         if source != .cache && remote.network.online {
             try await simulateLatency()
             let doc = (try? database.get(path).value) ?? nil
-            local.targetCache.beginOperation()
+            local.beginOperation()
             local.acceptFromWatch(path, doc)
             let local = localView().document(path)
             updateViews()
@@ -41,13 +41,13 @@ extension EdgeClient {
             throw .unavailable("Failed to get document because the client is offline.")
         case .cache, .default:
             guard builder.isKnown(path) else {
-                local.cacheStatistics.misses += 1
+                local.noteCacheRead(hit: false)
                 if source == .cache {
                     throw .unavailable("Failed to get document from cache. (However, this document may exist on the server. Run again without setting 'source' in the GetOptions to attempt to retrieve the document from the server.)")
                 }
                 throw .unavailable("Failed to get document because the client is offline.")
             }
-            local.cacheStatistics.hits += 1
+            local.noteCacheRead(hit: true)
             let local = builder.document(path)
             return EdgeRead(value: local, fromCache: true, hasPendingWrites: local?.hasLocalMutations ?? false)
         }
@@ -58,7 +58,7 @@ extension EdgeClient {
         if source != .cache && remote.network.online {
             try await simulateLatency()
             if let result = try? database.runQuery(query).value.documents {
-                local.targetCache.beginOperation()
+                local.beginOperation()
                 for doc in result { local.acceptFromWatch(doc.path, doc) }
                 // Cached documents the server no longer lists: learn what became of them, so the
                 // answer is the server's result (plus local writes), not a stale cache.
@@ -76,7 +76,7 @@ extension EdgeClient {
         if source == .server {
             throw .unavailable("Failed to get documents from server. (However, these documents may exist in the local cache. Run again without setting source to \"server\" to retrieve the cached documents.)")
         }
-        local.cacheStatistics.hits += 1
+        local.noteCacheRead(hit: true)
         let execution = runLocally(query)
         return EdgeRead(value: execution.documents, fromCache: true, hasPendingWrites: execution.documents.contains { $0.hasLocalMutations },
                         plan: execution.plan.rawValue, documentsRead: execution.documentsRead)

@@ -38,7 +38,7 @@ extension EdgeClient {
     /// remoteStoreListen for a listened query's target.
     func scriptedListen(_ queryID: String) {
         guard let target = local.targetCache.targets[queryID], let entry = queries.states.values.first(where: { $0.queryID == queryID }) else { return }
-        if tabs.context.termFirstRequests[target.targetID] == nil { tabs.context.termFirstRequests[target.targetID] = target.resumeToken }
+        tabs.context.noteRequest(target.targetID, resumeToken: target.resumeToken)
         remote.listen(WatchTarget(id: target.targetID, query: entry.query, purpose: .listen, resumeToken: target.resumeToken,
                                   snapshotVersion: target.snapshotVersion, lookupPath: entry.query.lookedUpPath(database: settings.databaseID)))
     }
@@ -104,10 +104,10 @@ extension EdgeClient {
         for (targetID, change) in event.targetChanges.sorted(by: { $0.key < $1.key }) where change.current && !queries.limbo.isLookup(targetID) {
             broadcast(TabCoordinator.targetNotification(targetID, "current"))
         }
-        for (listenerID, entry) in queries.states {
-            if let targetID = local.targetCache.targets[entry.queryID]?.targetID, let change = event.targetChanges[targetID] {
-                queries.states[listenerID]?.current = change.current
-                if change.current { tabs.context.limboTrackedTargets?.insert(targetID) }
+        for queryID in Set(queries.states.values.map(\.queryID)) {
+            if let targetID = local.targetCache.targets[queryID]?.targetID, let change = event.targetChanges[targetID] {
+                queries.setCurrent(change.current, queryID: queryID)
+                if change.current { tabs.context.trackLimbo(of: targetID) }
             }
         }
         let resets = Set(event.targetMismatches.keys.compactMap { local.targetCache.queryIDs[$0] })
@@ -126,7 +126,7 @@ extension EdgeClient {
                 remote.scripted?.restore(target)
                 suspendNetwork(retrying: .probe)
             } else if let (path, actions) = queries.limbo.rejected(targetID) {
-                local.targetCache.beginOperation()
+                local.beginOperation()
                 local.acceptRemote(path, .missing(version: .zero))
                 applyLimboActions(actions)
                 updateViews()

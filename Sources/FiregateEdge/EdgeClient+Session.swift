@@ -60,11 +60,7 @@ extension EdgeClient {
     /// The user changed: the old user's pending writes stop being visible and being sent; the
     /// new user's (kept from an earlier sign-in) come back. `waitForPendingWrites` calls end.
     func switchMutationQueue(from previousUser: String) {
-        let nextID = nextBatchID
-        if !local.mutationQueue.isEmpty { local.queuesByUser[previousUser] = local.mutationQueue }
-        var incoming = local.queuesByUser.removeValue(forKey: currentUser) ?? MutationQueue()
-        incoming.reserveIDs(from: nextID)
-        local.mutationQueue = incoming
+        local.switchUser(from: previousUser, to: currentUser)
         for waiter in writeCallbacks.endPendingWaiters() { waiter.resume(returning: false) }
         updateViews()
         backend.operations.record(.client(client: id, action: "userChanged"))

@@ -7,7 +7,7 @@ import FiregateModel
 /// succeeds on a retry (the `async_queue_retry` timer); a failed user change waits the same way.
 extension EdgeClient {
     public func setFaults(_ json: JSON) throws(FiregateError) -> JSON {
-        try local.faults.update(json)
+        try local.updateFaults(json)
         return faultsJSON
     }
 

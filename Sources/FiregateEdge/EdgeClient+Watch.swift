@@ -7,7 +7,7 @@ import FiregateStore
 extension EdgeClient {
     func ensureWatch() {
         updateWatchInterest()
-        guard remote.watch == nil, remote.scripted == nil, remote.canUseNetwork, !terminated, queries.states.values.contains(where: { !$0.options.cacheOnly }) else { return }
+        guard remote.watch == nil, remote.scripted == nil, remote.canUseNetwork, !terminated, !queries.serverListenerIDs.isEmpty else { return }
         remote.watch = WatchConnection.open(on: database, for: self, interest: remote.watchInterest)
         remote.watch?.rulesGeneration = backend.rules.generation
     }
@@ -22,10 +22,7 @@ extension EdgeClient {
         remote.watch?.close()
         remote.watch = nil
         // Without the feed, server results fall behind: the next one starts them anew.
-        for listenerID in queries.states.keys {
-            queries.states[listenerID]?.serverSequence = nil
-            queries.states[listenerID]?.matches = nil
-        }
+        remote.feed.dropResults()
     }
 
     /// Waits until every commit published so far has been through `onWatchEvent`, so that what
@@ -41,29 +38,30 @@ extension EdgeClient {
         var touched: [Int] = []
         switch event {
         case .commit(let record):
-            for (listenerID, entry) in queries.states where !entry.options.cacheOnly {
-                if record.changes.contains(where: { entry.query.containsPath($0.path) || entry.serverPaths.contains($0.path) }) {
-                    touched.append(listenerID)
-                }
+            var touchedQueries = Set<String>()
+            for (queryID, query) in queries.serverQueries {
+                let keys = local.targetCache.targets[queryID]?.documents ?? []
+                if record.changes.contains(where: { query.containsPath($0.path) || keys.contains($0.path) }) { touchedQueries.insert(queryID) }
             }
             // Targets with a server result follow the commit's changes, not a new query run.
             if !remote.gates.holdWatch {
-                let incremental = touched.filter { queries.states[$0]?.serverSequence != nil }
+                let incremental = touchedQueries.filter { remote.feed.hasResult($0) }
                 if !incremental.isEmpty { applyChanges(record, to: incremental) }
-                touched.removeAll { queries.states[$0]?.serverSequence != nil }
+                touchedQueries.subtract(incremental)
             }
+            touched = queries.states.filter { !$0.value.options.cacheOnly && touchedQueries.contains($0.value.queryID) }.map(\.key)
         case .overflow:
-            touched = queries.states.filter { !$0.value.options.cacheOnly }.map(\.key)
+            touched = queries.serverListenerIDs
         case .closed:
             // The database was reset: reconnect and refetch everything.
             stopWatch()
             ensureWatch()
-            touched = queries.states.filter { !$0.value.options.cacheOnly }.map(\.key)
+            touched = queries.serverListenerIDs
         case .heartbeat:
             // The rules changed (the feed wakes every listen): every listen is judged again.
             guard let generation = remote.watch?.rulesGeneration, generation != backend.rules.generation else { return }
             remote.watch?.rulesGeneration = backend.rules.generation
-            touched = queries.states.filter { !$0.value.options.cacheOnly }.map(\.key)
+            touched = queries.serverListenerIDs
         }
         guard !touched.isEmpty else { return }
         if remote.gates.holdWatch {
@@ -79,57 +77,25 @@ extension EdgeClient {
     public func releaseWatch() {
         guard remote.network.online, remote.scripted == nil else { return }
         remote.heldTargets.removeAll()
-        let ids = queries.states.filter { !$0.value.options.cacheOnly }.map(\.key).sorted()
+        let ids = queries.serverListenerIDs
         if !ids.isEmpty { refreshTargets(ids) }
     }
 
-    /// A commit's effect on targets that already have their server result: each target's match
-    /// set takes the changes, and the commit's documents and the targets' joined and left keys
-    /// enter the cache as one remote event; every view is updated with those documents only —
-    /// the cost follows the change, not the size of the results.
-    func applyChanges(_ record: CommitRecord, to ids: [Int]) {
+    /// A commit's effect on targets that already have their server result: `FeedWatch` makes
+    /// it one remote event (the commit's documents, the targets' joined and left keys), which
+    /// enters the cache; every view is updated with those documents only — the cost follows
+    /// the change, not the size of the results.
+    func applyChanges(_ record: CommitRecord, to queryIDs: Set<String>) {
         // A target refreshed after this commit already holds it.
-        let behind = ids.filter { queries.states[$0].map { record.sequence > ($0.serverSequence ?? .max) } ?? false }
+        let serverQueries = queries.serverQueries
+        let behind = queryIDs.sorted().filter { remote.feed.isBehind($0, record) }.compactMap { queryID in
+            serverQueries[queryID].map { FeedWatch.Target(queryID: queryID, query: $0, targetID: local.targetCache.targets[queryID]?.targetID) }
+        }
         guard !behind.isEmpty else { return }
-        var event = RemoteEvent(snapshotVersion: .zero, targetChanges: [:], targetMismatches: [:], documentUpdates: [:], resolvedLimboDocuments: [])
-        var changed = Set<ResourcePath>()
-        for change in record.changes where behind.contains(where: { id in
-            queries.states[id].map { $0.query.containsPath(change.path) || $0.serverPaths.contains(change.path) } ?? false
-        }) {
-            event.documentUpdates[change.path] = change.after.map { .found($0, committed: false) } ?? .missing(version: record.commitTime)
-            changed.insert(change.path)
-        }
-        let database = settings.databaseID
-        for listenerID in behind {
-            // Out of the dictionary while it changes, so its match set is not copied.
-            guard var entry = queries.states.removeValue(forKey: listenerID) else { continue }
-            var joined = Set<ResourcePath>(), left = Set<ResourcePath>()
-            if var matches = entry.matches {
-                for change in record.changes { matches.apply(path: change.path, before: change.before, after: change.after) }
-                let window = Set(matches.window.map(\.path))
-                joined = window.subtracting(entry.serverPaths)
-                left = entry.serverPaths.subtracting(window)
-                entry.matches = matches
-            } else {
-                for change in record.changes where entry.query.containsPath(change.path) || entry.serverPaths.contains(change.path) {
-                    if let after = change.after, entry.query.matches(after, database: database), entry.query.withinBounds(after, database: database) {
-                        if !entry.serverPaths.contains(change.path) { joined.insert(change.path) }
-                    } else if entry.serverPaths.contains(change.path) {
-                        left.insert(change.path)
-                    }
-                }
-            }
-            entry.serverPaths.formUnion(joined)
-            entry.serverPaths.subtract(left)
-            if !entry.unresolved.isEmpty { for change in record.changes { entry.unresolved.remove(change.path) } }
-            entry.serverSequence = record.sequence
-            entry.current = true
-            if let targetID = local.targetCache.targets[entry.queryID]?.targetID {
-                event.targetChanges[targetID, default: TargetChange(resumeToken: "", current: true)].added.formUnion(joined)
-                event.targetChanges[targetID]?.removed.formUnion(left)
-            }
-            queries.states[listenerID] = entry
-        }
+        let targets = local.targetCache
+        let (event, changed) = remote.feed.remoteEvent(for: record, targets: behind, keys: { targets.targets[$0]?.documents ?? [] },
+                                                       database: settings.databaseID)
+        for target in behind { queries.setCurrent(true, queryID: target.queryID, serverOnly: true) }
         local.applyRemoteEvent(event)
         updateViews(changed: changed)
     }
@@ -145,54 +111,58 @@ extension EdgeClient {
         let judge = backend.rules.documentJudge(settings.databaseID, caller: RulesCaller(identity: rulesIdentity, surface: "edge", client: id))
         var event = RemoteEvent(snapshotVersion: .zero, targetChanges: [:], targetMismatches: [:], documentUpdates: [:], resolvedLimboDocuments: [])
         var lookups = RemoteEvent(snapshotVersion: .zero, targetChanges: [:], targetMismatches: [:], documentUpdates: [:], resolvedLimboDocuments: [])
-        var results: [(listenerID: Int, seen: Set<ResourcePath>, sequence: Int64, matches: QueryMatches, limbo: Set<ResourcePath>)] = []
+        var results: [(queryID: String, sequence: Int64, matches: QueryMatches?, limbo: Set<ResourcePath>)] = []
+        var refreshed = Set<String>()
         for listenerID in ids {
-            guard let entry = queries.states[listenerID] else { continue }
+            guard let entry = queries.states[listenerID], !refreshed.contains(entry.queryID) else { continue }
             if let judge, let denial = EdgeClient.denial(of: entry.query, by: judge, in: database) {
                 endListeners(ofQuery: entry.queryID, with: denial)
                 continue
             }
+            refreshed.insert(entry.queryID)
             let (matches, sequence) = database.matches(entry.query)
             var seen = Set<ResourcePath>()
             for doc in matches.window {
                 event.documentUpdates[doc.path] = .found(doc, committed: false)
                 seen.insert(doc.path)
             }
-            let shown = Set(entry.view.documents.lazy.filter { !$0.hasLocalMutations }.map(\.document.path))
+            // What the target's listeners' views show (they share the target).
+            var shown = Set<ResourcePath>()
+            for state in queries.states.values where state.queryID == entry.queryID && !state.options.cacheOnly {
+                shown.formUnion(state.view.documents.lazy.filter { !$0.hasLocalMutations }.map(\.document.path))
+            }
             let limbo = shown.subtracting(seen)
-            for path in entry.serverPaths.union(shown).subtracting(seen) where event.documentUpdates[path] == nil {
+            let target = local.targetCache.targets[entry.queryID]
+            for path in (target?.documents ?? []).union(shown).subtracting(seen) where event.documentUpdates[path] == nil {
                 let doc = (try? database.get(path).value) ?? nil
                 let update: RemoteDocument = doc.map { .found($0, committed: false) } ?? .missing(version: local.clock.now())
                 if limbo.contains(path) { lookups.documentUpdates[path] = update } else { event.documentUpdates[path] = update }
             }
-            if let target = local.targetCache.targets[entry.queryID] {
+            if let target {
                 event.targetChanges[target.targetID] = TargetChange(resumeToken: "", current: true, added: seen.subtracting(target.documents),
                                                                     removed: target.documents.subtracting(seen))
             }
-            results.append((listenerID, seen, sequence, matches, limbo))
+            let windowed = entry.query.limit != nil || entry.query.offset > 0
+            results.append((entry.queryID, sequence, windowed ? matches : nil, limbo))
         }
         // A document in limbo for one target but in another's result is known already.
         for path in lookups.documentUpdates.keys where event.documentUpdates[path] != nil { lookups.documentUpdates[path] = nil }
         local.applyRemoteEvent(event)
-        for (listenerID, seen, sequence, matches, limbo) in results {
-            guard var entry = queries.states.removeValue(forKey: listenerID) else { continue }
-            entry.serverPaths = seen
-            entry.unresolved = limbo.filter { lookups.documentUpdates[$0] != nil }
-            if !entry.current, let targetID = local.targetCache.targets[entry.queryID]?.targetID {
+        for (queryID, sequence, matches, limbo) in results {
+            remote.feed.takeServerResult(queryID, sequence: sequence, matches: matches, unresolved: limbo.filter { lookups.documentUpdates[$0] != nil })
+            if queries.states.values.contains(where: { $0.queryID == queryID && !$0.options.cacheOnly && !$0.current }),
+               let targetID = local.targetCache.targets[queryID]?.targetID {
                 broadcast(TabCoordinator.targetNotification(targetID, "current"))
             }
-            entry.current = true
-            entry.serverSequence = sequence
-            entry.matches = entry.query.limit != nil || entry.query.offset > 0 ? matches : nil
-            queries.states[listenerID] = entry
+            queries.setCurrent(true, queryID: queryID, serverOnly: true)
         }
         updateViews()
         guard !lookups.documentUpdates.isEmpty else { return }
         // The limbo documents' lookups answer.
         lookups.resolvedLimboDocuments = Set(lookups.documentUpdates.keys)
         local.applyRemoteEvent(lookups)
-        for (listenerID, _, _, _, limbo) in results where !limbo.isEmpty {
-            queries.states[listenerID]?.unresolved.subtract(lookups.resolvedLimboDocuments)
+        for (queryID, _, _, limbo) in results where !limbo.isEmpty {
+            remote.feed.resolve(lookups.resolvedLimboDocuments, for: queryID)
         }
         updateViews()
     }
@@ -245,7 +215,7 @@ extension EdgeClient {
         guard remote.canUseNetwork else { return }
         ensureWatch()
         remote.scripted?.networkChanged(online: true)
-        let ids = queries.states.filter { !$0.value.options.cacheOnly }.map(\.key).sorted()
+        let ids = queries.serverListenerIDs
         if remote.scripted != nil {
             // The reopened stream asks for every target; the script answers.
         } else if remote.gates.holdWatch {

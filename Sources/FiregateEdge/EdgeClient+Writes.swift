@@ -18,16 +18,7 @@ extension EdgeClient {
         }
         try checkStorage(.locallyWriteMutations)
         let user = user(of: tab)
-        let batch: MutationBatch
-        if user == currentUser {
-            batch = local.mutationQueue.add(writes: writes, localWriteTime: now())
-        } else {
-            var parked = local.queuesByUser[user] ?? MutationQueue()
-            parked.reserveIDs(from: nextBatchID)
-            batch = parked.add(writes: writes, localWriteTime: now())
-            local.queuesByUser[user] = parked
-            local.mutationQueue.reserveIDs(from: parked.nextID)
-        }
+        let batch = local.queueWrite(writes, localWriteTime: now(), user: user, currentUser: currentUser)
         writeCallbacks.pending(batch.id)
         if local.persistent {
             let json = JSON.array(writes.map { $0.json(database: settings.databaseID) })

@@ -55,11 +55,7 @@ public actor EdgeClient {
             treeSync = EdgeClient.makeTree(id: id, backend: backend, settings: settings, link: TreeSync.Link(), restoring: treeSnapshot)
         }
         if let snapshot {
-            (local.remoteDocuments, local.mutationQueue, writeCallbacks.states, local.targetCache) = EdgeClient.restored(snapshot, database: settings.databaseID)
-            local.bundles = snapshot.bundles.map(BundleCache.init(json:)) ?? BundleCache()
-        }
-        if let snapshot, !snapshot.mutationUsers.isEmpty || savedAuth?.uid != nil {
-            (local.mutationQueue, local.queuesByUser) = EdgeClient.partition(local.mutationQueue, users: snapshot.mutationUsers, current: savedAuth?.uid ?? "")
+            writeCallbacks.states = local.restore(snapshot, database: settings.databaseID, user: savedAuth?.uid)
         }
     }
 
@@ -98,7 +94,7 @@ public actor EdgeClient {
     }
 
     func localView() -> LocalViewBuilder {
-        local.remoteDocuments.indexes.compact()
+        local.compactIndexes()
         return LocalViewBuilder(database: settings.databaseID, remote: local.remoteDocuments, queue: local.mutationQueue)
     }
 
@@ -108,9 +104,6 @@ public actor EdgeClient {
         guard user != currentUser else { return localView() }
         return LocalViewBuilder(database: settings.databaseID, remote: local.remoteDocuments, queue: local.queuesByUser[user] ?? MutationQueue())
     }
-
-    /// The id the next batch of any user's queue gets: ids stay unique over every queue.
-    var nextBatchID: Int64 { local.queuesByUser.values.reduce(local.mutationQueue.nextID) { Swift.max($0, $1.nextID) } }
 
     /// The user a listener's or a write's tab is signed in as (the client's own user when it
     /// is no tab).
@@ -135,7 +128,7 @@ public actor EdgeClient {
             throw .clientState("Firestore has already been started and its settings can no longer be changed. You can only modify settings before calling any other methods on a Firestore object.")
         }
         settings = updated
-        local.persistent = settings.persistence == .persistent
+        local.setPersistent(settings.persistence == .persistent)
         await treeSync?.configure(namespace: settings.namespace, persistent: settings.persistence == .persistent, clockOffsetMs: settings.clockOffsetMs,
                              cacheSizeBytes: settings.treeCacheSizeBytes)
         persistSettings()
@@ -286,14 +279,10 @@ public actor EdgeClient {
                 finish(batch.id, .rejected(FiregateError(.cancelled, "The write was lost when the app restarted without persistence.")))
                 lost += 1
             }
-            local.forgetCache()
-        } else {
-            local.targetCache.revertToSaved()
         }
-        local.indexAutoCreation = false
         // The retries of the old instance are gone with it; the persistence opens anew.
+        local.beginNewInstance()
         remote.recovery.removeAll()
-        local.faults = StorageFaults()
         remote.offlineCauses.remove(.storageFailure)
         resetScriptedWatch()
         terminated = false

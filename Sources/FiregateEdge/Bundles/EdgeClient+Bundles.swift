@@ -41,10 +41,12 @@ extension EdgeClient {
     /// documents are in limbo for them until their next server result. Returns the listeners.
     private func noteUnresolved(_ changed: Set<ResourcePath>) -> [Int] {
         var ids: [Int] = []
+        var noted = Set<String>()
         for (listenerID, entry) in queries.states where !entry.options.cacheOnly && entry.current {
-            let unknown = changed.filter { entry.query.containsPath($0) && !entry.serverPaths.contains($0) }
+            let keys = local.targetCache.targets[entry.queryID]?.documents ?? []
+            let unknown = changed.filter { entry.query.containsPath($0) && !keys.contains($0) }
             guard !unknown.isEmpty else { continue }
-            queries.states[listenerID]?.unresolved.formUnion(unknown)
+            if noted.insert(entry.queryID).inserted { remote.feed.markUnresolved(unknown, for: entry.queryID) }
             ids.append(listenerID)
         }
         return ids.sorted()

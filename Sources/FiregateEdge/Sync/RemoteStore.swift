@@ -9,6 +9,8 @@ struct RemoteStore {
     var gates = Gates()
     /// The live watch on the backend's feed.
     var watch: WatchConnection?
+    /// The live watch's server results and the remote events it builds from commits.
+    var feed = FeedWatch()
     /// The watch stream as the test scripts it (`gates.scriptedWatch`), instead of `watch`.
     var scripted: ScriptedWatch?
     /// What waits to be retried after an injected persistence failure, and whether that holds

@@ -9,18 +9,14 @@ extension EdgeClient {
     /// streams. Returns the watch state before it changed (what a tab that just lost the lease
     /// believes it still has), or nil for an outdated decision.
     func apply(_ decision: TabDecision) async -> JSON? {
-        guard decision.generation > tabs.context.appliedGeneration else { return nil }
-        tabs.context.appliedGeneration = decision.generation
-        let streamBefore = scriptedWatchJSON
         let previous = tabs.context.primary
+        let streamBefore = scriptedWatchJSON
+        guard tabs.context.apply(decision) else { return nil }
         if decision.primary != previous {
             timeline.record(.tab, [("action", .string("primary")), ("tab", decision.primary.map(JSON.string) ?? .null)])
-            local.faults = StorageFaults()
-            if let primary = decision.primary, let primaryFaults = decision.faults[primary] { local.faults = primaryFaults }
-            beginPrimaryTerm(of: decision.primary)
+            local.setFaults(decision.primary.flatMap { decision.faults[$0] } ?? StorageFaults())
+            beginPrimaryTerm(of: decision.primary, after: previous)
         }
-        tabs.context.primary = decision.primary
-        tabs.context.faults = decision.faults
         for tab in Set(tabs.context.users.keys).union(tabs.context.frozen).union(decision.frozenTabs) {
             setViewsFrozen(ownedBy: tab, decision.frozenTabs.contains(tab))
         }
@@ -48,8 +44,8 @@ extension EdgeClient {
 
     /// The faults a tab's transactions have now (the primary's are the engine's own `faults`).
     func setFaults(_ faults: StorageFaults, ofTab tab: String) {
-        tabs.context.faults[tab] = faults
-        if tab == tabs.context.primary { self.local.faults = faults }
+        tabs.context.setFaults(faults, ofTab: tab)
+        if tab == tabs.context.primary { local.setFaults(faults) }
     }
 
     /// Another tab (or none) acts for the persistence now. Its sync engine starts without
@@ -57,13 +53,11 @@ extension EdgeClient {
     /// generator; its views find their limbo documents again once watch says their target is
     /// current; its targets carry the resume tokens stored, not the old primary's newer
     /// unsaved ones.
-    private func beginPrimaryTerm(of primary: String?) {
+    private func beginPrimaryTerm(of primary: String?, after previous: String?) {
         for targetID in queries.limbo.activeByTarget.keys { remote.scripted?.forget(targetID) }
-        if let primary = tabs.context.primary { tabs.context.limboNextTargetIDs[primary] = queries.limbo.nextTargetID }
-        queries.limbo = LimboResolutions(maxConcurrent: remote.gates.maxConcurrentLimboResolutions, nextTargetID: primary.flatMap { tabs.context.limboNextTargetIDs[$0] } ?? 1)
-        tabs.context.limboTrackedTargets = []
-        tabs.context.termFirstRequests = [:]
-        local.targetCache.revertToSaved()
+        let nextTargetID = tabs.context.beginTerm(of: primary, after: previous, oldNextTargetID: queries.limbo.nextTargetID)
+        queries.limbo = LimboResolutions(maxConcurrent: remote.gates.maxConcurrentLimboResolutions, nextTargetID: nextTargetID)
+        local.revertTargetsToSaved()
         for target in local.targetCache.targets.values {
             remote.scripted?.setResumeToken(target.targetID, target.resumeToken, snapshotVersion: target.snapshotVersion)
         }
@@ -88,27 +82,21 @@ extension EdgeClient {
     /// A tab whose views wait (`frozen`) hears nothing of the others' changes; released, its
     /// views catch up at once.
     private func setViewsFrozen(ownedBy tab: String, _ frozen: Bool) {
-        guard frozen != tabs.context.frozen.contains(tab) else { return }
-        if frozen {
-            tabs.context.frozen.insert(tab)
-        } else {
-            tabs.context.frozen.remove(tab)
+        guard tabs.context.setFrozen(tab, frozen) else { return }
+        if !frozen {
             updateViews(queries.states.filter { $0.value.options.owner == tab }.map(\.key).sorted())
         }
     }
 
     /// A tab signs in as `user` (nil: it closed): its views show that user's queued writes.
     func setTabUser(_ tab: String, _ user: String?) {
-        guard tabs.context.users[tab] != user else { return }
-        tabs.context.users[tab] = user
+        guard tabs.context.setUser(tab, user) else { return }
         updateViews(queries.states.filter { $0.value.options.owner == tab }.map(\.key).sorted())
     }
 
     /// A tab of a shared persistence closed: its listeners end, the other tabs' stay.
     func endListeners(ownedBy tab: String) {
-        tabs.context.frozen.remove(tab)
-        tabs.context.users[tab] = nil
-        tabs.context.faults[tab] = nil
+        tabs.context.removeTab(tab)
         for (listenerID, entry) in queries.states where entry.options.owner == tab {
             events.finish(listenerID)
             removeListener(listenerID)
@@ -143,7 +131,7 @@ extension EdgeClient {
     /// Every user's pending batch ids, and the next id a batch will get.
     func batchIDs() -> (Set<Int64>, Int64) {
         let all = local.mutationQueue.batches + local.queuesByUser.values.flatMap(\.batches)
-        return (Set(all.map(\.id)), nextBatchID)
+        return (Set(all.map(\.id)), local.nextBatchID)
     }
 
     /// The watch state a tab that lost the lease without knowing it believes it has: the

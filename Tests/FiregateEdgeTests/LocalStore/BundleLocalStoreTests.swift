@@ -94,7 +94,7 @@ final class BundleLocalStoreTests: XCTestCase {
         let restored = BundleCache(json: try XCTUnwrap(snapshot.bundles))
         XCTAssertEqual(restored, store.bundles)
         XCTAssertTrue(restored.hasNewer(loaded.metadata))
-        let (remote, _, _, targets) = EdgeClient.restored(snapshot, database: database)
+        let (remote, _, _, targets) = LocalStore.restored(snapshot, database: database)
         XCTAssertEqual(remote[path], .found(doc("b", at: 500), committed: false))
         XCTAssertEqual(targets.targets[try collectionQuery.query(database: database).targetCanonicalID]?.snapshotVersion, time(400))
     }

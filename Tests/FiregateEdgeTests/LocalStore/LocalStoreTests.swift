@@ -27,7 +27,7 @@ final class LocalStoreTests: XCTestCase {
     func testAnAcknowledgedBatchKeepsItsCommittedVersionUntilTheWatchConfirmsIt() {
         var store = memoryStore()
         store.acceptFromWatch(path, doc(0, at: 5))
-        let batch = store.mutationQueue.add(writes: [set(1)], localWriteTime: time(6))
+        let batch = store.queueWrite([set(1)], localWriteTime: time(6), user: "", currentUser: "")
         let result = CommitResult(commitTime: time(7), writeResults: [WriteResult(updateTime: time(7), transformResults: nil)])
 
         XCTAssertTrue(store.acknowledgeBatch(batch, result, database: database))
@@ -50,7 +50,7 @@ final class LocalStoreTests: XCTestCase {
     func testARejectedBatchLeavesTheCacheAsTheServerHasIt() {
         var store = memoryStore()
         store.acceptFromWatch(path, doc(0, at: 5))
-        let batch = store.mutationQueue.add(writes: [set(9)], localWriteTime: time(6))
+        let batch = store.queueWrite([set(9)], localWriteTime: time(6), user: "", currentUser: "")
         let before = LocalViewBuilder(database: database, remote: store.remoteDocuments, queue: store.mutationQueue).document(path)
         XCTAssertEqual(before?.document.fields["n"], .integer(9), "the local view shows the pending write")
 
@@ -64,11 +64,59 @@ final class LocalStoreTests: XCTestCase {
 
     func testOtherUsersBatchesAreFoundInTheirQueues() {
         var store = memoryStore()
-        var parked = MutationQueue()
-        let theirs = parked.add(writes: [set(3)], localWriteTime: time(6))
-        store.queuesByUser["bob"] = parked
+        let mine = store.queueWrite([set(1)], localWriteTime: time(6), user: "ann", currentUser: "ann")
+        let theirs = store.queueWrite([set(3)], localWriteTime: time(6), user: "bob", currentUser: "ann")
+        XCTAssertGreaterThan(theirs.id, mine.id, "batch ids are unique over every user's queue")
+        XCTAssertEqual(store.mutationQueue.batches.map(\.id), [mine.id], "another user's batch is parked")
+        XCTAssertEqual(store.nextBatchID, theirs.id + 1)
         XCTAssertEqual(store.removeBatch(theirs.id)?.id, theirs.id)
         XCTAssertNil(store.queuesByUser["bob"], "an emptied queue is dropped")
+    }
+
+    func testASignInSwitchesTheQueueThatIsSent() {
+        var store = memoryStore()
+        let ann = store.queueWrite([set(1)], localWriteTime: time(6), user: "ann", currentUser: "ann")
+        store.switchUser(from: "ann", to: "bob")
+        XCTAssertTrue(store.mutationQueue.isEmpty)
+        XCTAssertEqual(store.queuesByUser["ann"]?.batches.map(\.id), [ann.id])
+        let bob = store.queueWrite([set(2)], localWriteTime: time(7), user: "bob", currentUser: "bob")
+        XCTAssertGreaterThan(bob.id, ann.id)
+        store.switchUser(from: "bob", to: "ann")
+        XCTAssertEqual(store.mutationQueue.batches.map(\.id), [ann.id])
+        XCTAssertEqual(store.queuesByUser["bob"]?.batches.map(\.id), [bob.id])
+    }
+
+    func testTargetsAreAllocatedReleasedAndCollected() {
+        var store = memoryStore()
+        let cities = Query(collectionID: "cities").targetCanonicalID
+        store.allocateTarget(cities)
+        let targetID = store.targetCache.targets[cities]?.targetID
+        store.allocateTarget(cities)
+        XCTAssertEqual(store.targetCache.targets[cities]?.targetID, targetID, "an allocated target keeps its id")
+        store.acceptFromWatch(path, doc(0, at: 5))
+        store.releaseTarget(cities)
+        XCTAssertNotNil(store.targetCache.targets[cities], "a released target stays cached")
+        store.collectEagerGarbage(activeQueries: [], retained: [])
+        XCTAssertNil(store.targetCache.targets[cities])
+        XCTAssertNil(store.remoteDocuments[path])
+        XCTAssertEqual(store.cacheStatistics.evictions, 1)
+        store.noteCacheRead(hit: true)
+        store.noteCacheRead(hit: false)
+        XCTAssertEqual([store.cacheStatistics.hits, store.cacheStatistics.misses], [1, 1])
+    }
+
+    func testANewInstanceForgetsAMemoryCacheAndTheOldInstancesFaults() throws {
+        var store = memoryStore()
+        try store.updateFaults(["storage": ["Release target"]])
+        XCTAssertTrue(store.faults.fails(.releaseTarget))
+        store.setIndexAutoCreation(true)
+        store.acceptFromWatch(path, doc(0, at: 5))
+        _ = store.queueWrite([set(1)], localWriteTime: time(6), user: "", currentUser: "")
+        store.beginNewInstance()
+        XCTAssertNil(store.remoteDocuments[path])
+        XCTAssertTrue(store.mutationQueue.isEmpty)
+        XCTAssertFalse(store.faults.fails(.releaseTarget))
+        XCTAssertFalse(store.indexAutoCreation)
     }
 
     func testEvictionForgetsTheDocumentAndCountsIt() {
@@ -87,7 +135,10 @@ final class LocalStoreTests: XCTestCase {
         store.acceptFromWatch(path, doc(1, at: 5))
         store.acceptFromWatch(path, doc(0, at: 4))
         XCTAssertEqual(store.remoteDocuments[path], .found(doc(1, at: 5), committed: false), "an older version is ignored")
-        store.remoteDocuments.set(path, .missing(version: time(7), committed: true))
+        // A deletion the server acknowledged at 7.
+        let delete = store.queueWrite([Write(path: path, operation: .delete, precondition: Precondition())], localWriteTime: time(6), user: "", currentUser: "")
+        XCTAssertTrue(store.acknowledgeBatch(delete, CommitResult(commitTime: time(7), writeResults: [WriteResult(updateTime: time(7), transformResults: nil)]),
+                                             database: database))
         store.acceptFromWatch(path, nil, deletedAt: time(6))
         XCTAssertEqual(store.remoteDocuments[path], .missing(version: time(7), committed: true), "an older deletion is ignored")
         store.acceptFromWatch(path, nil, deletedAt: time(7))
@@ -102,7 +153,7 @@ final class LocalStoreTests: XCTestCase {
         var store = LocalStore(storage: storage, persistent: true, clock: ServerClock())
         store.saveSettings(["project": "p"])   // a client is on disk once its settings are
         store.acceptFromWatch(path, doc(4, at: 5))
-        let batch = store.mutationQueue.add(writes: [set(5)], localWriteTime: time(6))
+        let batch = store.queueWrite([set(5)], localWriteTime: time(6), user: "", currentUser: "")
         let writes = JSON.array(batch.writes.map { $0.json(database: database) })
         let saving = store
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
@@ -111,7 +162,7 @@ final class LocalStoreTests: XCTestCase {
         try await storage.flush()
 
         let snapshot = try XCTUnwrap(try storage.load())
-        let (remote, queue, _, _) = EdgeClient.restored(snapshot, database: database)
+        let (remote, queue, _, _) = LocalStore.restored(snapshot, database: database)
         XCTAssertEqual(remote[path], .found(doc(4, at: 5), committed: false))
         XCTAssertEqual(queue.batches.map(\.id), [batch.id])
         XCTAssertEqual(queue.batches.first?.writes, [set(5)])

@@ -4,7 +4,7 @@ import FiregateStore
 
 /// What a persistent client saved, made whole again at start: the cache, the queue (split by
 /// user), the targets and the index definitions.
-extension EdgeClient {
+extension LocalStore {
     /// Splits restored batches into the signed-in user's queue and the others' (by batch id).
     static func partition(_ all: MutationQueue, users: [Int64: String], current: String) -> (MutationQueue, [String: MutationQueue]) {
         var byUser: [String: [MutationBatch]] = [:]
@@ -44,7 +44,7 @@ extension EdgeClient {
         }
         var targetCache = TargetCache()
         targetCache.restore(targets: targets, documentSequence: sequences)
-        EdgeClient.restoreIndexes(snapshot.indexes, into: &remote, database: database)
+        LocalStore.restoreIndexes(snapshot.indexes, into: &remote, database: database)
         var batches: [MutationBatch] = []
         var states = WriteOutcomes<WriteState>()
         for (batchID, time, json) in snapshot.mutations {
