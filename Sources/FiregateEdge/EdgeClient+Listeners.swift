@@ -32,7 +32,7 @@ extension EdgeClient {
         }
         // First the cache's answer, then (online) the server's.
         updateViews([listenerID])
-        if !options.cacheOnly, remote.scripted != nil {
+        if !options.cacheOnly, remote.isScripted {
             // The script answers; offline, the stream asks once the network is back. Another
             // tab's query waits while the primary cannot allocate it.
             if isSecondary(options.owner) && local.faults.fails(.allocateTarget) {
@@ -44,7 +44,7 @@ extension EdgeClient {
         } else if !options.cacheOnly && remote.canUseNetwork {
             ensureWatch()
             if remote.gates.holdWatch {
-                remote.heldTargets.insert(listenerID)
+                remote.holdTargets([listenerID])
             } else {
                 refreshTargets([listenerID])
             }
@@ -60,11 +60,11 @@ extension EdgeClient {
         timeline.listenClosed(String(listenerID))
         noteStreamClosed()
         updateWatchInterest()
-        remote.heldTargets.remove(listenerID)
+        remote.releaseHeldTarget(listenerID)
         // Another tab's query stays on watch while the primary cannot release it.
         let unlisten = isSecondary(entry.options.owner) && local.faults.fails(.releaseTarget)
             ? { (queryID: String) in self.tabs.context.deferUnlisten(queryID) } : scriptedUnlisten
-        if !queries.listensToServer(entry.queryID) { remote.feed.forget(entry.queryID) }
+        if !queries.listensToServer(entry.queryID) { remote.forgetServerResult(entry.queryID) }
         if !entry.options.cacheOnly, queries.states.values.contains(where: { $0.queryID == entry.queryID }),
            !queries.listensToServer(entry.queryID) {
             // Only listeners from the cache are left: the target stays, watch stops listening.
@@ -105,10 +105,10 @@ extension EdgeClient {
             let snapshot = queries.updateView(of: listenerID) { entry -> ViewSnapshot? in
                 let current = entry.current && remote.network.online
                 // A scripted watch's views know their target's keys, so they find limbo documents.
-                let target = remote.scripted == nil || entry.options.cacheOnly ? nil : local.targetCache.targets[entry.queryID]
+                let target = !remote.isScripted || entry.options.cacheOnly ? nil : local.targetCache.targets[entry.queryID]
                 let hasCachedResults = target.map { !$0.resumeToken.isEmpty } ?? local.targetCache.hasCachedResults(entry.queryID)
                 let unresolved = entry.options.cacheOnly ? [] : remote.feed.unresolved[entry.queryID] ?? []
-                if let changed, entry.options.owner == nil, remote.scripted == nil, entry.view.updatesIncrementally, entry.view.current != nil,
+                if let changed, entry.options.owner == nil, !remote.isScripted, entry.view.updatesIncrementally, entry.view.current != nil,
                    !pendingResets.contains(entry.queryID), unresolved.isEmpty {
                     let documents = changed.filter { entry.query.containsPath($0) }.map { ($0, builder.document($0)) }
                     return entry.view.apply(changed: documents, current: current, hasCachedResults: hasCachedResults)
@@ -176,7 +176,7 @@ extension EdgeClient {
     func endListeners(ofQuery queryID: String, with error: FiregateError) {
         events.endListeners(ofQuery: queryID, with: error)
         queries.remove(queryID: queryID)
-        remote.feed.forget(queryID)
+        remote.forgetServerResult(queryID)
         local.beginOperation()
         local.releaseTarget(queryID)
     }
@@ -184,8 +184,8 @@ extension EdgeClient {
     func endListeners(with error: FiregateError?) {
         events.endAll(with: error)
         queries.removeAll()
-        remote.feed.removeAll()
-        remote.heldTargets.removeAll()
+        remote.forgetServerResults()
+        remote.releaseHeldTargets()
         tabs.endAll(with: error)
     }
 }

@@ -9,7 +9,9 @@ extension EdgeClient {
     /// `PUT gates {"scriptedWatch":bool}`: detaches the watch from the backend, or back.
     func setScriptedWatch(_ on: Bool) {
         guard on != remote.gates.scriptedWatch else { return }
-        remote.gates.scriptedWatch = on
+        var gates = remote.gates
+        gates.scriptedWatch = on
+        remote.setGates(gates)
         stopWatch()
         resetScriptedWatch()
         if !on {
@@ -23,12 +25,8 @@ extension EdgeClient {
     /// and limbo lookup ids start over.
     func resetScriptedWatch() {
         queries.limbo = LimboResolutions(maxConcurrent: remote.gates.maxConcurrentLimboResolutions)
-        guard remote.gates.scriptedWatch else {
-            remote.scripted = nil
-            return
-        }
-        remote.scripted = ScriptedWatch()
-        if !remote.canUseNetwork { remote.scripted?.networkChanged(online: false) }
+        remote.resetScripted()
+        guard remote.isScripted else { return }
         let queries = Set(queries.states.values.filter { !$0.options.cacheOnly }.map(\.queryID))
         for queryID in queries.sorted(by: { (local.targetCache.targets[$0]?.targetID ?? 0) < (local.targetCache.targets[$1]?.targetID ?? 0) }) {
             scriptedListen(queryID)
@@ -45,8 +43,8 @@ extension EdgeClient {
 
     /// The last listener of a query left: its target is unlistened, its limbo documents released.
     func scriptedUnlisten(_ queryID: String) {
-        guard remote.scripted != nil, let targetID = local.targetCache.targets[queryID]?.targetID else { return }
-        remote.scripted?.unlisten(targetID)
+        guard remote.isScripted, let targetID = local.targetCache.targets[queryID]?.targetID else { return }
+        remote.unlisten(targetID)
         applyLimboActions(queries.limbo.removeTarget(targetID))
     }
 
@@ -60,7 +58,7 @@ extension EdgeClient {
     /// `POST /clients/{id}/watch`: one message from "the server".
     public func deliverWatch(_ json: JSON) throws(FiregateError) -> JSON {
         try beginDataCall()
-        guard var watch = remote.scripted else {
+        guard let watch = remote.scripted else {
             throw .clientState("The client's watch is not scripted: PUT its gates {\"scriptedWatch\":true} first.")
         }
         let message = try WatchMessage(json: json, database: settings.databaseID)
@@ -71,9 +69,8 @@ extension EdgeClient {
             return scriptedWatchJSON
         }
         let wasOffline = watch.offline
-        let outcome = try watch.receive(message, remoteKeys: scriptedRemoteKeys, database: settings.databaseID,
-                                        lastSnapshot: local.targetCache.lastRemoteSnapshotVersion)
-        remote.scripted = watch
+        guard let outcome = try remote.receiveScripted(message, remoteKeys: scriptedRemoteKeys, database: settings.databaseID,
+                                                       lastSnapshot: local.targetCache.lastRemoteSnapshotVersion) else { return scriptedWatchJSON }
         switch outcome {
         case .none:
             break
@@ -123,7 +120,7 @@ extension EdgeClient {
             if queries.limbo.isLookup(targetID), local.faults.fails(.applyRemoteEvent) {
                 // Dropping the document fails: the lookup stays, and is asked for again when
                 // the network comes back.
-                remote.scripted?.restore(target)
+                remote.restore(target)
                 suspendNetwork(retrying: .probe)
             } else if let (path, actions) = queries.limbo.rejected(targetID) {
                 local.beginOperation()
@@ -141,7 +138,7 @@ extension EdgeClient {
     /// After a pass over the views: each current view's limbo documents are tracked, and
     /// lookups start or stop.
     func updateScriptedLimbo() {
-        guard remote.scripted != nil else { return }
+        guard remote.isScripted else { return }
         var byTarget: [Int: Set<ResourcePath>] = [:]
         for entry in queries.states.values where !entry.options.cacheOnly {
             guard let targetID = local.targetCache.targets[entry.queryID]?.targetID,
@@ -152,7 +149,7 @@ extension EdgeClient {
     }
 
     private func applyLimboActions(_ actions: LimboResolutions.Actions) {
-        for targetID in actions.unlisten { remote.scripted?.unlisten(targetID) }
+        for targetID in actions.unlisten { remote.unlisten(targetID) }
         for (targetID, path) in actions.listen {
             remote.listen(WatchTarget(id: targetID, query: .lookup(path, database: settings.databaseID), purpose: .limboResolution, lookupPath: path))
         }
@@ -162,7 +159,7 @@ extension EdgeClient {
     /// batches are acknowledged by the script at `commitTime`, without reaching the backend
     /// (the spec's writeAck at a version).
     public func acknowledgeWrites(count: Int, commitTime: Timestamp) throws(FiregateError) -> [(Int64, WriteState)] {
-        guard remote.scripted != nil else {
+        guard remote.isScripted else {
             throw .clientState("Only a client with a scripted watch has writes acknowledged by the script (commitTime).")
         }
         guard remote.canUseNetwork else {
@@ -173,7 +170,7 @@ extension EdgeClient {
             guard remote.canUseNetwork, let batch = local.mutationQueue.first else { break }
             let results = batch.writes.map { _ in WriteResult(updateTime: commitTime, transformResults: nil) }
             if !local.faults.fails(.acknowledgeBatch) { local.deleteSavedMutation(batch.id) }
-            settle(.acknowledge(batch, CommitResult(commitTime: commitTime, writeResults: results)))
+            executeWithRecovery(.acknowledge(batch, CommitResult(commitTime: commitTime, writeResults: results)))
             released.append((batch.id, writeCallbacks[batch.id] ?? .pending))
         }
         return released

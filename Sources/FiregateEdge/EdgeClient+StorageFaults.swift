@@ -21,12 +21,12 @@ extension EdgeClient {
     /// disableNetworkUntilRecovery (or a user change that failed): watch and writes stop until
     /// `operation` succeeds on a retry; a storage failure also makes the client offline.
     func suspendNetwork(retrying operation: RecoveryQueue.Operation) {
-        remote.recovery.enqueue(operation)
+        remote.enqueueRecovery(operation)
         holdNetwork(offline: remote.recovery.holdsStorageFailure)
     }
 
     private func holdNetwork(offline: Bool) {
-        guard remote.offlineCauses.insert(.storageFailure).inserted else { return }
+        guard remote.hold(.storageFailure) else { return }
         stopWatch()
         remote.suspendScripted(offline: offline)
         guard offline, remote.network.online else { return }
@@ -39,7 +39,7 @@ extension EdgeClient {
     /// again; the network comes back once no failed storage operation waits.
     func retryRecovery() -> Bool {
         guard !remote.recovery.isEmpty else { return false }
-        guard let operation = remote.recovery.takeRunnable(local.faults) else {
+        guard let operation = remote.takeRunnableRecovery(local.faults) else {
             // Still failing: the attempt itself takes the network down again.
             holdNetwork(offline: remote.recovery.holdsStorageFailure)
             return true
@@ -47,14 +47,14 @@ extension EdgeClient {
         if case .userChange(let auth) = operation {
             applyUserChange(auth)
         } else {
-            apply(operation)
+            applyWriteAnswer(operation)
         }
         if !remote.recovery.holdsStorageFailure { resumeNetwork() }
         return true
     }
 
     private func resumeNetwork() {
-        guard remote.offlineCauses.remove(.storageFailure) != nil else { return }
+        guard remote.release(.storageFailure) else { return }
         guard remote.network.online else { return }
         reconnect()
     }

@@ -15,9 +15,9 @@ extension EdgeClient {
         case .listenStreamConnectionBackoff:
             return remote.reconnectScripted()
         case .listenStreamIdle:
-            return remote.scripted?.closeIfIdle() ?? false
+            return remote.closeScriptedIfIdle()
         case .onlineStateTimeout:
-            guard remote.scripted?.onlineStateTimeout() == true else { return false }
+            guard remote.scriptedOnlineStateTimeout() else { return false }
             // OnlineState.Offline: current views go from cache, held first snapshots are raised.
             queries.markAllNotCurrent()
             updateViews()

@@ -7,9 +7,8 @@ import FiregateStore
 extension EdgeClient {
     func ensureWatch() {
         updateWatchInterest()
-        guard remote.watch == nil, remote.scripted == nil, remote.canUseNetwork, !terminated, !queries.serverListenerIDs.isEmpty else { return }
-        remote.watch = WatchConnection.open(on: database, for: self, interest: remote.watchInterest)
-        remote.watch?.rulesGeneration = backend.rules.generation
+        guard remote.watch == nil, !remote.isScripted, remote.canUseNetwork, !terminated, !queries.serverListenerIDs.isEmpty else { return }
+        remote.openWatch(on: database, for: self, rulesGeneration: backend.rules.generation)
     }
 
     /// Keeps the watch's interest equal to the listeners' queries (called when they change,
@@ -19,10 +18,7 @@ extension EdgeClient {
     }
 
     func stopWatch() {
-        remote.watch?.close()
-        remote.watch = nil
-        // Without the feed, server results fall behind: the next one starts them anew.
-        remote.feed.dropResults()
+        remote.closeWatch()
     }
 
     /// Waits until every commit published so far has been through `onWatchEvent`, so that what
@@ -59,13 +55,12 @@ extension EdgeClient {
             touched = queries.serverListenerIDs
         case .heartbeat:
             // The rules changed (the feed wakes every listen): every listen is judged again.
-            guard let generation = remote.watch?.rulesGeneration, generation != backend.rules.generation else { return }
-            remote.watch?.rulesGeneration = backend.rules.generation
+            guard remote.noteRulesGeneration(backend.rules.generation) else { return }
             touched = queries.serverListenerIDs
         }
         guard !touched.isEmpty else { return }
         if remote.gates.holdWatch {
-            remote.heldTargets.formUnion(touched)
+            remote.holdTargets(touched)
         } else {
             refreshTargets(touched.sorted())
         }
@@ -75,8 +70,8 @@ extension EdgeClient {
     /// is brought to the backend's current state, so a commit whose feed event is still on its
     /// way to this client is included too.
     public func releaseWatch() {
-        guard remote.network.online, remote.scripted == nil else { return }
-        remote.heldTargets.removeAll()
+        guard remote.network.online, !remote.isScripted else { return }
+        remote.releaseHeldTargets()
         let ids = queries.serverListenerIDs
         if !ids.isEmpty { refreshTargets(ids) }
     }
@@ -93,7 +88,7 @@ extension EdgeClient {
         }
         guard !behind.isEmpty else { return }
         let targets = local.targetCache
-        let (event, changed) = remote.feed.remoteEvent(for: record, targets: behind, keys: { targets.targets[$0]?.documents ?? [] },
+        let (event, changed) = remote.remoteEvent(for: record, targets: behind, keys: { targets.targets[$0]?.documents ?? [] },
                                                        database: settings.databaseID)
         for target in behind { queries.setCurrent(true, queryID: target.queryID, serverOnly: true) }
         local.applyRemoteEvent(event)
@@ -149,7 +144,7 @@ extension EdgeClient {
         for path in lookups.documentUpdates.keys where event.documentUpdates[path] != nil { lookups.documentUpdates[path] = nil }
         local.applyRemoteEvent(event)
         for (queryID, sequence, matches, limbo) in results {
-            remote.feed.takeServerResult(queryID, sequence: sequence, matches: matches, unresolved: limbo.filter { lookups.documentUpdates[$0] != nil })
+            remote.takeServerResult(queryID, sequence: sequence, matches: matches, unresolved: limbo.filter { lookups.documentUpdates[$0] != nil })
             if queries.states.values.contains(where: { $0.queryID == queryID && !$0.options.cacheOnly && !$0.current }),
                let targetID = local.targetCache.targets[queryID]?.targetID {
                 broadcast(TabCoordinator.targetNotification(targetID, "current"))
@@ -162,7 +157,7 @@ extension EdgeClient {
         lookups.resolvedLimboDocuments = Set(lookups.documentUpdates.keys)
         local.applyRemoteEvent(lookups)
         for (queryID, _, _, limbo) in results where !limbo.isEmpty {
-            remote.feed.resolve(lookups.resolvedLimboDocuments, for: queryID)
+            remote.resolve(lookups.resolvedLimboDocuments, for: queryID)
         }
         updateViews()
     }
@@ -185,8 +180,8 @@ extension EdgeClient {
     func goOffline() {
         timeline.network(online: false, cause: offlineCauseName)
         stopWatch()
-        remote.scripted?.networkChanged(online: false)
-        remote.heldTargets.removeAll()
+        remote.scriptedNetworkChanged(online: false)
+        remote.releaseHeldTargets()
         queries.markAllNotCurrent()
         updateViews()
         raiseOnlineState()
@@ -214,12 +209,12 @@ extension EdgeClient {
     func reconnect() {
         guard remote.canUseNetwork else { return }
         ensureWatch()
-        remote.scripted?.networkChanged(online: true)
+        remote.scriptedNetworkChanged(online: true)
         let ids = queries.serverListenerIDs
-        if remote.scripted != nil {
+        if remote.isScripted {
             // The reopened stream asks for every target; the script answers.
         } else if remote.gates.holdWatch {
-            remote.heldTargets.formUnion(ids)
+            remote.holdTargets(ids)
         } else if !ids.isEmpty {
             refreshTargets(ids)
         }

@@ -4,7 +4,7 @@ import FiregateStore
 import Foundation
 
 /// The write side: queueing user writes with latency compensation, the pipeline that sends
-/// them in order, acknowledgements, rejections and the write gate.
+/// them in order, and the write gate. The answers are applied in `EdgeClient+WriteAnswers`.
 extension EdgeClient {
     /// Queues a user write (one batch), applies it locally at once and returns its id. From a
     /// `tab` signed in as another user than the primary's, it joins that user's queue, sent
@@ -72,68 +72,89 @@ extension EdgeClient {
     /// Starts the pipeline unless it runs already or may not send (offline, gate, terminated).
     func pumpWrites() {
         guard remote.canUseNetwork, !remote.gates.holdWrites, !terminated, !writesPaused, !local.mutationQueue.isEmpty,
-              remote.writePipeline.startSending() else { return }
+              remote.startSending() else { return }
         Task { await self.sendQueuedWrites() }
     }
 
     /// Sends batches oldest first while allowed, pipelined as the SDK's write stream does: up
-    /// to `maxPendingWrites` are applied on the backend in order and made durable together,
-    /// then acknowledged in order. A transient failure leaves that batch and the ones after it
-    /// queued for the retry.
+    /// to `maxPendingWrites` a round. A transient failure leaves that batch and the ones after
+    /// it queued for the retry.
     func sendQueuedWrites() async {
-        defer { remote.writePipeline.stopSending() }
+        defer { remote.stopSending() }
         while remote.canUseNetwork, !remote.gates.holdWrites, !terminated, !writesPaused {
-            let batches = remote.writePipeline.takeRound(from: local.mutationQueue.batches)
+            let batches = remote.takeRound(from: local.mutationQueue.batches)
             guard !batches.isEmpty else { return }
-            defer { remote.writePipeline.answered(batches.map(\.id)) }
-            if remote.network.latencyMs > 0 { try? await Task.sleep(for: .milliseconds(remote.network.latencyMs)) }
-            if backend.replicas != nil, await sendToOwner(batches) { continue }
-            var begun: [(MutationBatch, Result<DocumentDatabase.PendingCommit, FiregateError>)] = []
-            for batch in batches {
-                // A batch may have been settled while this round waited.
-                guard local.mutationQueue.batches.contains(where: { $0.id == batch.id }) else { continue }
-                let started = beginCommit(batch)
-                begun.append((batch, started))
-                if case .failure(let error) = started, !error.status.isPermanentWriteError { break }
-            }
-            // The answers of one round arrive together: the views are updated once for all
-            // of them (an acknowledgement alone rarely changes what a view shows).
-            var settled = false
-            defer { if settled { viewsFollowAnswers() } }
-            for (batch, started) in begun {
-                guard settle(batch, await EdgeClient.outcome(of: started), viewsFollow: false) else {
-                    scheduleRetry()
-                    return
-                }
-                settled = true
+            defer { remote.writesAnswered(batches.map(\.id)) }
+            guard await commit(batches) else {
+                scheduleRetry()
+                return
             }
         }
     }
 
-    /// On replicas: when another replica owns the database, the round's batches go there one
-    /// by one, each leaving the queue once answered; false when this replica owns it (or may
-    /// take it): the round is committed here. A transient failure schedules the retry.
-    private func sendToOwner(_ batches: [MutationBatch]) async -> Bool {
+    /// Sends one batch to the backend and applies the outcome (`gates:releaseWrite`); false
+    /// when a transient error leaves it queued.
+    @discardableResult
+    func send(_ batch: MutationBatch) async -> Bool {
+        guard remote.takeWrite(batch.id) else {
+            // Another sender has it: wait for that outcome instead of committing it twice.
+            return await waitForAck(batch.id) != .pending
+        }
+        defer { remote.writesAnswered([batch.id]) }
+        return await commit([batch])
+    }
+
+    /// The one way batches reach the backend, for both senders: after the network's latency,
+    /// the batches still queued are committed in order — here, made durable together and
+    /// answered in order, or on the replica that owns the database one by one — and each
+    /// answer is applied. False when a transient failure leaves a batch (and those after it)
+    /// queued.
+    private func commit(_ batches: [MutationBatch]) async -> Bool {
+        if remote.network.latencyMs > 0 { try? await Task.sleep(for: .milliseconds(remote.network.latencyMs)) }
+        // A batch may have been answered while this round waited.
+        let queued = batches.filter { local.isQueued($0.id) }
+        guard !queued.isEmpty else { return true }
+        if backend.replicas != nil, let answered = await sendToOwner(queued) { return answered }
+        var begun: [(MutationBatch, Result<DocumentDatabase.PendingCommit, FiregateError>)] = []
+        for batch in queued where local.isQueued(batch.id) {
+            let started = beginCommit(batch)
+            begun.append((batch, started))
+            if case .failure(let error) = started, !error.status.isPermanentWriteError { break }
+        }
+        // The answers of one round arrive together: the views are updated once for all of
+        // them (an acknowledgement alone rarely changes what a view shows).
+        var answered = false
+        defer { if answered { viewsFollowAnswers() } }
+        for (batch, started) in begun {
+            guard handleWriteResponse(batch, await EdgeClient.outcome(of: started), viewsFollow: false) else { return false }
+            answered = true
+        }
+        return true
+    }
+
+    /// On replicas: when another replica owns the database, the batches go there one by one,
+    /// each leaving the queue once answered. Nil when this replica owns it (or may take it):
+    /// they are committed here. False when a transient failure leaves a batch queued.
+    private func sendToOwner(_ batches: [MutationBatch]) async -> Bool? {
         let database = settings.databaseID
         guard let replicas = backend.replicas,
-              !replicas.holdsLease(of: .documents(project: database.project, database: database.database)) else { return false }
-        for batch in batches {
-            guard local.mutationQueue.batches.contains(where: { $0.id == batch.id }) else { continue }
+              !replicas.holdsLease(of: .documents(project: database.project, database: database.database)) else { return nil }
+        for batch in batches where local.isQueued(batch.id) {
             timeline.writeSent(String(batch.id))
-            if let rejection = remote.network.takeInjectedRejection() {
-                guard settle(batch, .failure(rejection)) else { scheduleRetry(); return true }
+            if let rejection = remote.takeInjectedRejection() {
+                guard handleWriteResponse(batch, .failure(rejection)) else { return false }
                 continue
             }
             let outcome: Result<CommitResult, FiregateError>
             do {
                 let receipt = QueuedWriteReceipt(client: id, kind: .batch, id: batch.id, stamp: batch.localWriteTime.microseconds)
-                guard let result = try await backend.remoteCommits.commit(batch.writes, in: database, as: rulesIdentity, receipt: receipt) else { return false }
+                guard let result = try await backend.remoteCommits.commit(batch.writes, in: database, as: rulesIdentity, receipt: receipt) else { return nil }
                 local.mutationRemoval(batch.id)?.enqueueAlone()
                 outcome = .success(result)
             } catch {
                 outcome = .failure(error)
             }
-            guard settle(batch, outcome) else { scheduleRetry(); return true }
+            guard handleWriteResponse(batch, outcome) else { return false }
         }
         return true
     }
@@ -141,7 +162,7 @@ extension EdgeClient {
     /// Applies one batch on the backend now (or fails it by the injected network condition).
     private func beginCommit(_ batch: MutationBatch) -> Result<DocumentDatabase.PendingCommit, FiregateError> {
         timeline.writeSent(String(batch.id))
-        if let rejection = remote.network.takeInjectedRejection() { return .failure(rejection) }
+        if let rejection = remote.takeInjectedRejection() { return .failure(rejection) }
         do {
             // The batch leaves the on-disk queue in the commit's own transaction.
             // Judged with the identity the client has as it sends the batch.
@@ -150,40 +171,6 @@ extension EdgeClient {
         } catch {
             return .failure(error)
         }
-    }
-
-    /// Applies the backend's answer to a sent batch; false when a transient error leaves it
-    /// queued.
-    private func settle(_ batch: MutationBatch, _ outcome: Result<CommitResult, FiregateError>, viewsFollow: Bool = true) -> Bool {
-        switch outcome {
-        case .success(let result):
-            remote.writePipeline.succeeded()
-            settle(.acknowledge(batch, result), viewsFollow: viewsFollow)
-            return true
-        case .failure(let error) where error.status.isPermanentWriteError:
-            settle(.reject(batch, error), viewsFollow: viewsFollow)
-            return true
-        case .failure:
-            return false
-        }
-    }
-
-    /// Sends one batch to the backend and applies the outcome; false when a transient error
-    /// leaves it queued.
-    @discardableResult
-    func send(_ batch: MutationBatch) async -> Bool {
-        guard remote.writePipeline.take(batch.id) else {
-            // Another sender has it: wait for that outcome instead of committing it twice.
-            return await waitForAck(batch.id) != .pending
-        }
-        defer { remote.writePipeline.answered([batch.id]) }
-        if remote.network.latencyMs > 0 { try? await Task.sleep(for: .milliseconds(remote.network.latencyMs)) }
-        // The batch may have been settled while this call waited.
-        guard local.mutationQueue.batches.contains(where: { $0.id == batch.id }) else { return true }
-        if backend.replicas != nil, await sendToOwner([batch]) {
-            return !local.mutationQueue.batches.contains(where: { $0.id == batch.id })
-        }
-        return settle(batch, await EdgeClient.outcome(of: beginCommit(batch)))
     }
 
     /// A begun commit's answer once it is durable.
@@ -202,69 +189,11 @@ extension EdgeClient {
 
     /// Backoff as the SDK's: 1 s, ×1.5, at most 60 s.
     func scheduleRetry() {
-        let delay = remote.writePipeline.backOff()
+        let delay = remote.backOffWrites()
         Task {
             try? await Task.sleep(for: .milliseconds(Int64(delay * 1000)))
             await self.pumpWrites()
         }
-    }
-
-    /// Applies the server's answer, or — when storing it fails — holds the network down until a
-    /// retry stores it (executeWithRecovery).
-    /// `viewsFollow: false` leaves the views to the caller (`viewsFollowAnswers`).
-    func settle(_ answer: RecoveryQueue.Operation, viewsFollow: Bool = true) {
-        if local.faults.fails(answer.storageOperation) {
-            suspendNetwork(retrying: answer)
-        } else {
-            apply(answer, viewsFollow: viewsFollow)
-        }
-    }
-
-    /// Applies a server answer to a batch (the other operations have nothing to apply here).
-    func apply(_ answer: RecoveryQueue.Operation, viewsFollow: Bool = true) {
-        switch answer {
-        case .acknowledge(let batch, let result): acknowledge(batch, result)
-        case .reject(let batch, let error): reject(batch, error)
-        case .probe, .userChange: return
-        }
-        if viewsFollow { viewsFollowAnswers() }
-    }
-
-    /// After answers were applied: every view shows them, and eager collection runs.
-    func viewsFollowAnswers() {
-        updateViews()
-        collectEagerGarbage()
-    }
-
-    /// The server committed the batch: the local store keeps its committed versions until the
-    /// watch confirms them, and whoever waits on it is told.
-    func acknowledge(_ batch: MutationBatch, _ result: CommitResult) {
-        guard local.acknowledgeBatch(batch, result, database: settings.databaseID) else { return }
-        finish(batch.id, .acknowledged(result))
-    }
-
-    /// The server refused the batch for good: the local store drops it (the local view reverts).
-    func reject(_ batch: MutationBatch, _ error: FiregateError) {
-        guard local.rejectBatch(batch) else { return }
-        finish(batch.id, .rejected(error))
-    }
-
-    /// Records a batch's final state and wakes whoever waits on it.
-    func finish(_ batchID: Int64, _ state: WriteState) {
-        let (acks, drained) = writeCallbacks.settle(batchID, state, lowestQueued: local.mutationQueue.first?.id)
-        broadcast(TabCoordinator.batchNotification(batchID, state))
-        switch state {
-        case .acknowledged(let result):
-            backend.operations.record(.writeAcknowledged(client: id, writeID: String(batchID)))
-            timeline.writeAcknowledged(String(batchID), commitTime: result.commitTime)
-        case .rejected(let error):
-            let decision = error.status == .permissionDenied ? backend.rules.decisions.latestRefusal(client: id) : nil
-            backend.operations.record(.writeRejected(client: id, writeID: String(batchID), error: error, decision: decision))
-            timeline.writeRejected(String(batchID), error: error, decision: decision)
-        case .pending: break
-        }
-        for waiter in acks { waiter.resume(returning: state) }
-        for waiter in drained { waiter.resume(returning: true) }
     }
 
     /// waitForPendingWrites: true once every batch queued before the call is settled, false
@@ -307,7 +236,7 @@ extension EdgeClient {
     public func failWrite(_ status: Status) throws(FiregateError) -> (Int64, WriteState)? {
         guard let batch = local.mutationQueue.first else { return nil }
         if status.isPermanentWriteError {
-            settle(.reject(batch, FiregateError(status, "The write was rejected by the test harness (\(status.rawValue)).")))
+            executeWithRecovery(.reject(batch, FiregateError(status, "The write was rejected by the test harness (\(status.rawValue)).")))
         }
         return (batch.id, writeCallbacks[batch.id] ?? .pending)
     }

@@ -47,7 +47,7 @@ public actor EdgeClient {
         local = LocalStore(storage: storage, persistent: settings.persistence == .persistent, clock: backend.clock)
         if let saved = snapshot?.settings.member(EdgeClient.savedNetworkKey), saved != .null {
             var conditions = NetworkConditions()
-            if (try? conditions.update(saved)) != nil { remote.network = conditions }
+            if (try? conditions.update(saved)) != nil { remote.setNetwork(conditions) }
         }
         let savedAuth = treeSnapshot?.auth.flatMap(ClientAuth.init(json:))
         auth = savedAuth
@@ -191,7 +191,7 @@ public actor EdgeClient {
 
     public func disableNetwork() async {
         guard remote.network.online else { return }
-        remote.network.online = false
+        remote.setOnline(false)
         persistSettings()
         goOffline()
         await updateTreeLink()
@@ -199,7 +199,7 @@ public actor EdgeClient {
 
     public func enableNetwork() async {
         guard !remote.network.online else { return }
-        remote.network.online = true
+        remote.setOnline(true)
         persistSettings()
         goOnline()
         await updateTreeLink()
@@ -209,7 +209,7 @@ public actor EdgeClient {
         var conditions = remote.network
         try conditions.update(json)
         let wasOnline = remote.network.online
-        remote.network = conditions
+        remote.setNetwork(conditions)
         persistSettings()
         if wasOnline && !conditions.online { goOffline() }
         if !wasOnline && conditions.online { goOnline() }
@@ -232,7 +232,7 @@ public actor EdgeClient {
 
     /// An imported client's device network, set before it does anything.
     func restoreNetwork(_ conditions: NetworkConditions) {
-        remote.network = conditions
+        remote.setNetwork(conditions)
         persistSettings()
     }
 
@@ -241,20 +241,25 @@ public actor EdgeClient {
 
     public func setGates(_ json: JSON) async throws(FiregateError) {
         guard case .object = json else { throw .invalidArgument("Gates must be a JSON object.") }
+        var gates = remote.gates
         if let hold = json["holdWatch"], hold != .null {
             guard let b = hold.boolValue else { throw .invalidArgument("holdWatch must be a boolean.") }
-            remote.gates.holdWatch = b
+            gates.holdWatch = b
         }
         if let hold = json["holdWrites"], hold != .null {
             guard let b = hold.boolValue else { throw .invalidArgument("holdWrites must be a boolean.") }
-            remote.gates.holdWrites = b
+            gates.holdWrites = b
         }
         if let limit = json["maxConcurrentLimboResolutions"], limit != .null {
             guard let n = limit.integerLike, n >= 1, n <= 1_000_000 else {
                 throw .invalidArgument("maxConcurrentLimboResolutions must be an integer from 1 to 1000000.")
             }
-            remote.gates.maxConcurrentLimboResolutions = Int(n)
+            gates.maxConcurrentLimboResolutions = Int(n)
         }
+        if let scripted = json["scriptedWatch"], scripted != .null, scripted.boolValue == nil {
+            throw .invalidArgument("scriptedWatch must be a boolean.")
+        }
+        remote.setGates(gates)
         if let scripted = json["scriptedWatch"], scripted != .null {
             guard let b = scripted.boolValue else { throw .invalidArgument("scriptedWatch must be a boolean.") }
             setScriptedWatch(b)
@@ -276,18 +281,18 @@ public actor EdgeClient {
         if settings.persistence == .memory {
             auth = nil  // FirebaseAuth keeps the user on disk only with persistence
             for batch in local.mutationQueue.batches + local.queuesByUser.values.flatMap(\.batches) {
-                finish(batch.id, .rejected(FiregateError(.cancelled, "The write was lost when the app restarted without persistence.")))
+                completeWrite(batch.id, .rejected(FiregateError(.cancelled, "The write was lost when the app restarted without persistence.")))
                 lost += 1
             }
         }
         // The retries of the old instance are gone with it; the persistence opens anew.
         local.beginNewInstance()
-        remote.recovery.removeAll()
-        remote.offlineCauses.remove(.storageFailure)
+        remote.dropRecovery()
+        _ = remote.release(.storageFailure)
         resetScriptedWatch()
         terminated = false
         started = false
-        remote.writePipeline.stopSending()
+        remote.stopSending()
         backend.operations.record(.client(client: id, action: "restarted"))
         timeline.lifecycle("restarted")
         pumpWrites()
@@ -325,7 +330,7 @@ public actor EdgeClient {
         }
         await treeSync?.clearPersistence()
         for batch in local.mutationQueue.batches + local.queuesByUser.values.flatMap(\.batches) {
-            finish(batch.id, .rejected(FiregateError(.cancelled, "The write was cleared with the persistence.")))
+            completeWrite(batch.id, .rejected(FiregateError(.cancelled, "The write was cleared with the persistence.")))
         }
         local.forgetCache()
         local.clearStorage(includingSettings: false)

@@ -23,11 +23,11 @@ extension EdgeClient {
         // syncEngineEmitNewSnapsAndNotifyLocalStore, with no remote event. A scripted watch's
         // views find their limbo documents against their targets; a live one's are the bundled
         // documents its server result lacks, looked up with its next result.
-        let resolving = remote.scripted == nil ? noteUnresolved(changed) : []
+        let resolving = remote.isScripted ? [] : noteUnresolved(changed)
         if !changed.isEmpty { updateViews() }
         if !resolving.isEmpty {
             if remote.gates.holdWatch {
-                remote.heldTargets.formUnion(resolving)
+                remote.holdTargets(resolving)
             } else if remote.canUseNetwork {
                 refreshTargets(resolving)
             }
@@ -46,7 +46,7 @@ extension EdgeClient {
             let keys = local.targetCache.targets[entry.queryID]?.documents ?? []
             let unknown = changed.filter { entry.query.containsPath($0) && !keys.contains($0) }
             guard !unknown.isEmpty else { continue }
-            if noted.insert(entry.queryID).inserted { remote.feed.markUnresolved(unknown, for: entry.queryID) }
+            if noted.insert(entry.queryID).inserted { remote.markUnresolved(unknown, for: entry.queryID) }
             ids.append(listenerID)
         }
         return ids.sorted()

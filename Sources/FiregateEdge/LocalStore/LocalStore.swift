@@ -103,6 +103,9 @@ extension LocalStore {
 // MARK: Writes and users
 
 extension LocalStore {
+    /// Whether the signed-in user's queue still holds the batch (not yet answered).
+    func isQueued(_ batchID: Int64) -> Bool { mutationQueue.contains(batchID) }
+
     /// The id the next batch of any user's queue gets: ids stay unique over every queue.
     var nextBatchID: Int64 { queuesByUser.values.reduce(mutationQueue.nextID) { Swift.max($0, $1.nextID) } }
 

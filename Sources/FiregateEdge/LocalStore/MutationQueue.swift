@@ -75,6 +75,15 @@ public struct MutationQueue: Sendable {
     }
 
     public var first: MutationBatch? { batches.first }
+    /// Whether the queue holds the batch (ids ascend, so this is a binary search).
+    public func contains(_ id: Int64) -> Bool {
+        var low = 0, high = batches.count
+        while low < high {
+            let mid = (low + high) / 2
+            if batches[mid].id < id { low = mid + 1 } else { high = mid }
+        }
+        return low < batches.count && batches[low].id == id
+    }
     public var isEmpty: Bool { batches.isEmpty }
     public var count: Int { batches.count }
     public var highestID: Int64? { batches.last?.id }

@@ -8,7 +8,7 @@ extension EdgeClient {
     /// and sync-engine term, frozen views, the primary's user and network, paused or reopened
     /// streams. Returns the watch state before it changed (what a tab that just lost the lease
     /// believes it still has), or nil for an outdated decision.
-    func apply(_ decision: TabDecision) async -> JSON? {
+    func applyTabDecision(_ decision: TabDecision) async -> JSON? {
         let previous = tabs.context.primary
         let streamBefore = scriptedWatchJSON
         guard tabs.context.apply(decision) else { return nil }
@@ -30,7 +30,7 @@ extension EdgeClient {
             applyUserChange(primaryAuth)
         }
         if decision.primaryNetworkEnabled != remote.network.online {
-            remote.network.online = decision.primaryNetworkEnabled
+            remote.setOnline(decision.primaryNetworkEnabled)
             if remote.network.online { goOnline() } else { goOffline() }
         }
         setRemotePaused(false)
@@ -54,12 +54,12 @@ extension EdgeClient {
     /// current; its targets carry the resume tokens stored, not the old primary's newer
     /// unsaved ones.
     private func beginPrimaryTerm(of primary: String?, after previous: String?) {
-        for targetID in queries.limbo.activeByTarget.keys { remote.scripted?.forget(targetID) }
+        for targetID in queries.limbo.activeByTarget.keys { remote.forget(targetID) }
         let nextTargetID = tabs.context.beginTerm(of: primary, after: previous, oldNextTargetID: queries.limbo.nextTargetID)
         queries.limbo = LimboResolutions(maxConcurrent: remote.gates.maxConcurrentLimboResolutions, nextTargetID: nextTargetID)
         local.revertTargetsToSaved()
         for target in local.targetCache.targets.values {
-            remote.scripted?.setResumeToken(target.targetID, target.resumeToken, snapshotVersion: target.snapshotVersion)
+            remote.setResumeToken(target.targetID, target.resumeToken, snapshotVersion: target.snapshotVersion)
         }
     }
 
@@ -69,11 +69,10 @@ extension EdgeClient {
     /// No tab holds the lease (`paused`): the streams close without a word to the listeners,
     /// whose online state is the last primary's; the next primary opens them again.
     private func setRemotePaused(_ paused: Bool) {
-        guard paused != remote.offlineCauses.contains(.noPrimaryTab) else { return }
-        if paused { remote.offlineCauses.insert(.noPrimaryTab) } else { remote.offlineCauses.remove(.noPrimaryTab) }
+        guard paused ? remote.hold(.noPrimaryTab) : remote.release(.noPrimaryTab) else { return }
         if paused {
             stopWatch()
-            remote.scripted?.suspend(offline: false)
+            remote.suspendScripted(offline: false)
         } else if remote.canUseNetwork {
             reconnect()
         }

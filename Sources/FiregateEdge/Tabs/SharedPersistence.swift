@@ -230,7 +230,7 @@ public final class SharedPersistence: Sendable {
                 faults: state.faults.mapValues(\.engine))
             return (decision, stale)
         }
-        guard let streamBefore = await engine.apply(decision) else { return }
+        guard let streamBefore = await engine.applyTabDecision(decision) else { return }
         // A tab that just lost the lease without knowing it keeps the stream it had.
         state.withLock { state in
             guard state.generation == decision.generation else { return }
