@@ -24,7 +24,7 @@ extension EdgeClient {
     /// A new SDK instance (or a new script): nothing is listened to on the remote side yet,
     /// and limbo lookup ids start over.
     func resetScriptedWatch() {
-        queries.limbo = LimboResolutions(maxConcurrent: remote.gates.maxConcurrentLimboResolutions)
+        queries.resetLimbo(maxConcurrent: remote.gates.maxConcurrentLimboResolutions)
         remote.resetScripted()
         guard remote.isScripted else { return }
         let queries = Set(queries.states.values.filter { !$0.options.cacheOnly }.map(\.queryID))

@@ -69,11 +69,7 @@ extension EdgeClient {
     /// A request or stream from the client: it is alive; a connection dropped by the
     /// heartbeat timeout reconnects.
     public func noteActivity() async {
-        heartbeat.lastActivityMicros = backend.clock.nowMicros()
-        if heartbeat.dropped {
-            heartbeat.dropped = false
-            await updateTreeLink()
-        }
+        if heartbeat.noteActivity(at: backend.clock.nowMicros()) { await updateTreeLink() }
         if let treeSync, await treeSync.writesPausedChanged(writesPaused) { await updateTreeLink() }
         startHeartbeatIfNeeded()
     }
@@ -81,25 +77,24 @@ extension EdgeClient {
     /// A stream of the client's ended: an open stream is activity until it closes, so the
     /// heartbeat's silence counts from now (docs/edge-clients.md, `heartbeatTimeoutMs`).
     public func noteStreamClosed() {
-        heartbeat.lastActivityMicros = max(heartbeat.lastActivityMicros, backend.clock.nowMicros())
+        heartbeat.noteStreamClosed(at: backend.clock.nowMicros())
     }
 
     private func startHeartbeatIfNeeded() {
         guard heartbeat.task == nil, !heartbeat.dropped, let timeout = settings.heartbeatTimeoutMs, timeout > 0 else { return }
         let clock = backend.clock
-        heartbeat.task = Task { [weak self] in
+        heartbeat.started(Task { [weak self] in
             while !Task.isCancelled {
                 guard let deadline = await self?.heartbeatDeadline() else { return }
                 await clock.sleep(untilMicros: deadline)
                 // Ends once the connection dropped; the next call from the app starts it again.
                 guard !Task.isCancelled, await self?.checkHeartbeat() == true else { return }
             }
-        }
+        })
     }
 
     private func heartbeatDeadline() -> Int64? {
-        guard !heartbeat.dropped, let timeout = settings.heartbeatTimeoutMs, timeout > 0 else { return nil }
-        return heartbeat.lastActivityMicros + timeout * 1000
+        heartbeat.deadline(timeoutMs: settings.heartbeatTimeoutMs)
     }
 
     /// Drops the connection if the client was silent past its timeout; false once dropped.
@@ -107,11 +102,10 @@ extension EdgeClient {
         guard let deadline = heartbeatDeadline() else { return false }
         guard backend.clock.nowMicros() >= deadline else { return true }
         guard queries.states.isEmpty, await (treeSync?.listenerCount ?? 0) == 0 else {
-            heartbeat.lastActivityMicros = backend.clock.nowMicros()  // an open stream counts as activity
+            _ = heartbeat.noteActivity(at: backend.clock.nowMicros())  // an open stream counts as activity
             return true
         }
-        heartbeat.dropped = true
-        heartbeat.task = nil
+        heartbeat.drop()
         await updateTreeLink()
         return false
     }

@@ -55,7 +55,7 @@ public actor EdgeClient {
             treeSync = EdgeClient.makeTree(id: id, backend: backend, settings: settings, link: TreeSync.Link(), restoring: treeSnapshot)
         }
         if let snapshot {
-            writeCallbacks.states = local.restore(snapshot, database: settings.databaseID, user: savedAuth?.uid)
+            writeCallbacks.restore(local.restore(snapshot, database: settings.databaseID, user: savedAuth?.uid))
         }
     }
 

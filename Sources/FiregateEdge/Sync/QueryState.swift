@@ -20,6 +20,7 @@ struct QueryState {
 /// change only through the verbs below.
 struct QueryStates {
     private(set) var states: [Int: QueryState] = [:]
+    /// The scripted watch's limbo lookups; replaced only through `resetLimbo`.
     var limbo = LimboResolutions(maxConcurrent: 100)
 
     /// Whether some listener of `queryID` listens to the server (not only the cache).
@@ -41,6 +42,11 @@ struct QueryStates {
         var queries: [String: Query] = [:]
         for state in states.values where !state.options.cacheOnly { queries[state.queryID] = state.query }
         return queries
+    }
+
+    /// A new sync engine's limbo lookups (a new script, or another tab's term).
+    mutating func resetLimbo(maxConcurrent: Int, nextTargetID: Int = 1) {
+        limbo = LimboResolutions(maxConcurrent: maxConcurrent, nextTargetID: nextTargetID)
     }
 
     /// A new listener's query.

@@ -9,12 +9,17 @@ struct WriteCallbacks {
     typealias PendingWaiter = (id: Int, upTo: Int64, continuation: CheckedContinuation<Bool, Never>)
 
     /// Each batch's state: pending ones always, the last settled ones for `GET …/pendingWrites/{id}`.
-    var states = WriteOutcomes<WriteState>()
+    private(set) var states = WriteOutcomes<WriteState>()
     private var ackWaiters: [Int64: [AckWaiter]] = [:]
     private var pendingWaiters: [PendingWaiter] = []
     private var nextWaiterID = 0
 
     subscript(batchID: Int64) -> WriteState? { states[batchID] }
+
+    /// A persistent client's restored batches, each pending.
+    mutating func restore(_ restored: WriteOutcomes<WriteState>) {
+        states = restored
+    }
 
     mutating func pending(_ batchID: Int64) {
         states.pending(batchID, .pending)

@@ -56,7 +56,7 @@ extension EdgeClient {
     private func beginPrimaryTerm(of primary: String?, after previous: String?) {
         for targetID in queries.limbo.activeByTarget.keys { remote.forget(targetID) }
         let nextTargetID = tabs.context.beginTerm(of: primary, after: previous, oldNextTargetID: queries.limbo.nextTargetID)
-        queries.limbo = LimboResolutions(maxConcurrent: remote.gates.maxConcurrentLimboResolutions, nextTargetID: nextTargetID)
+        queries.resetLimbo(maxConcurrent: remote.gates.maxConcurrentLimboResolutions, nextTargetID: nextTargetID)
         local.revertTargetsToSaved()
         for target in local.targetCache.targets.values {
             remote.setResumeToken(target.targetID, target.resumeToken, snapshotVersion: target.snapshotVersion)
