@@ -45,7 +45,9 @@ extension EdgeClient {
                 if !incremental.isEmpty { applyChanges(record, to: incremental) }
                 touchedQueries.subtract(incremental)
             }
-            touched = queries.states.filter { !$0.value.options.cacheOnly && touchedQueries.contains($0.value.queryID) }.map(\.key)
+            if !touchedQueries.isEmpty {
+                touched = queries.states.compactMap { !$0.value.options.cacheOnly && touchedQueries.contains($0.value.queryID) ? $0.key : nil }
+            }
         case .overflow:
             touched = queries.serverListenerIDs
         case .closed:
@@ -87,9 +89,10 @@ extension EdgeClient {
             serverQueries[queryID].map { FeedWatch.Target(queryID: queryID, query: $0, targetID: local.targetCache.targets[queryID]?.targetID) }
         }
         guard !behind.isEmpty else { return }
-        let targets = local.targetCache
-        let (event, changed) = remote.remoteEvent(for: record, targets: behind, keys: { targets.targets[$0]?.documents ?? [] },
-                                                       database: settings.databaseID)
+        // The keys are read in place: a copy of the target cache still alive when the event enters
+        // it would cost a copy of its whole storage.
+        let (event, changed) = remote.remoteEvent(for: record, targets: behind, keys: { local.targetCache.targets[$0]?.documents ?? [] },
+                                                  database: settings.databaseID)
         for target in behind { queries.setCurrent(true, queryID: target.queryID, serverOnly: true) }
         local.applyRemoteEvent(event)
         updateViews(changed: changed)

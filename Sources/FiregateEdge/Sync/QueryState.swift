@@ -35,7 +35,7 @@ struct QueryStates {
     }
 
     /// The listeners that listen to the server, in the order they were added.
-    var serverListenerIDs: [Int] { states.filter { !$0.value.options.cacheOnly }.map(\.key).sorted() }
+    var serverListenerIDs: [Int] { states.compactMap { $0.value.options.cacheOnly ? nil : $0.key }.sorted() }
 
     /// The queries listened to on the server, by query id.
     var serverQueries: [String: Query] {
