@@ -4,7 +4,8 @@ import Synchronization
 /// arrays going to the client (`WebChannelOutbox`), the order of the messages coming from it
 /// (`WebChannelForwardOrder`) and which back-channel request, if any, is writing. The stream's
 /// engine sends through `send`, which waits while the client has too much unacknowledged —
-/// so a page that stops reading holds its stream back instead of growing the server's memory.
+/// so a page that stops reading holds its stream back instead of growing the server's memory —
+/// or, when it is not a task (the Listen engine), checks `hasRoom` and `queue`s.
 public final class WebChannelSession: Sendable {
     /// How a session ended.
     public enum Ending: Sendable, Equatable {
@@ -30,7 +31,7 @@ public final class WebChannelSession: Sendable {
         var forward = WebChannelForwardOrder()
         var ending: Ending?
         var generation = 0
-        var backChannel: (generation: Int, doorbell: AsyncStream<Void>.Continuation)?
+        var backChannel: (generation: Int, bell: WebChannelBell)?
         var lastWritten = 0
         /// Senders waiting for room; resumed with nil, they look again.
         var producers: [CheckedContinuation<Bool?, Never>] = []
@@ -60,28 +61,41 @@ public final class WebChannelSession: Sendable {
 
     /// The client processed every array up to `id` (its `AID`).
     public func acknowledge(through id: Int) {
-        let waiting = state.withLock { state -> [CheckedContinuation<Bool?, Never>] in
+        let (waiting, bell) = state.withLock { state -> ([CheckedContinuation<Bool?, Never>], WebChannelBell?) in
             state.lastSeen = .now
+            let before = state.outbox.outstanding
             state.outbox.acknowledge(through: id)
-            guard state.outbox.outstanding <= outstandingLimit else { return [] }
+            guard state.outbox.outstanding <= outstandingLimit else { return ([], nil) }
             defer { state.producers.removeAll() }
-            return state.producers
+            // A back channel that stopped taking commits for want of room takes them again.
+            return (state.producers, before > outstandingLimit ? state.backChannel?.bell : nil)
         }
         for producer in waiting { producer.resume(returning: nil) }
+        bell?.ring()
     }
 
     /// Opens a back channel after acknowledging `id`; a back channel already open is superseded
     /// (a client has one at a time: a new one means the old one is gone).
     public func openBackChannel(acknowledging id: Int) -> WebChannelBackChannel {
-        acknowledge(through: id)
         let (wakeups, doorbell) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
+        return openBackChannel(acknowledging: id, bell: .stream(doorbell), wakeups: wakeups)
+    }
+
+    /// Opens a back channel that is not a task: `wake` is called (from any thread) when there
+    /// may be something to write, and when it is superseded or the session ends.
+    public func openBackChannel(acknowledging id: Int, wake: @escaping @Sendable () -> Void) -> WebChannelBackChannel {
+        openBackChannel(acknowledging: id, bell: .call(wake), wakeups: nil)
+    }
+
+    private func openBackChannel(acknowledging id: Int, bell: WebChannelBell, wakeups: AsyncStream<Void>?) -> WebChannelBackChannel {
+        acknowledge(through: id)
         let (generation, previous) = state.withLock { state in
             state.generation += 1
-            defer { state.backChannel = (state.generation, doorbell) }
-            return (state.generation, state.backChannel?.doorbell)
+            defer { state.backChannel = (state.generation, bell) }
+            return (state.generation, state.backChannel?.bell)
         }
-        previous?.yield()
-        return WebChannelBackChannel(session: self, generation: generation, after: id, wakeups: wakeups)
+        previous?.ring()
+        return WebChannelBackChannel(session: self, generation: generation, after: id, wakeups: wakeups ?? AsyncStream { $0.finish() })
     }
 
     // MARK: The stream's side
@@ -90,6 +104,13 @@ public final class WebChannelSession: Sendable {
     /// client leaves more than `outstandingLimit` unacknowledged. False once the session ended.
     @discardableResult
     public func send(_ messages: [String]) async -> Bool {
+        guard await waitForRoom() else { return false }
+        return queue(messages)
+    }
+
+    /// Returns once the client leaves at most `outstandingLimit` unacknowledged: true, or false
+    /// once the session ended.
+    public func waitForRoom() async -> Bool {
         while true {
             let room = await withCheckedContinuation { (continuation: CheckedContinuation<Bool?, Never>) in
                 let ready = state.withLock { state -> Bool? in
@@ -100,29 +121,38 @@ public final class WebChannelSession: Sendable {
                 }
                 if let ready { continuation.resume(returning: ready) }
             }
-            guard let room else { continue }
-            guard room else { return false }
-            break
+            if let room { return room }
         }
-        let doorbell = state.withLock { state -> AsyncStream<Void>.Continuation? in
+    }
+
+    /// Whether the client leaves at most `outstandingLimit` unacknowledged.
+    public var hasRoom: Bool { state.withLock { $0.outbox.outstanding <= outstandingLimit } }
+
+    /// Queues Firestore messages now, room or not (the caller looked at `hasRoom`); false once
+    /// the session ended.
+    @discardableResult
+    public func queue(_ messages: [String]) -> Bool {
+        guard !messages.isEmpty else { return state.withLock { $0.ending == nil } }
+        let (queued, bell) = state.withLock { state -> (Bool, WebChannelBell?) in
+            guard state.ending == nil else { return (false, nil) }
             for message in messages { state.outbox.append(WebChannelFraming.message(message)) }
-            return state.backChannel?.doorbell
+            return (true, state.backChannel?.bell)
         }
-        doorbell?.yield()
-        return true
+        bell?.ring()
+        return queued
     }
 
     /// Ends the session. A `last` payload (an in-band error, `["stop"]`) is queued first, for
     /// the back channel to deliver before it ends; `.closed` sessions deliver nothing more.
     public func end(_ ending: Ending, last payload: String? = nil) {
-        let (doorbell, producers) = state.withLock { state -> (AsyncStream<Void>.Continuation?, [CheckedContinuation<Bool?, Never>]) in
+        let (bell, producers) = state.withLock { state -> (WebChannelBell?, [CheckedContinuation<Bool?, Never>]) in
             guard state.ending == nil else { return (nil, []) }
             state.ending = ending
             if let payload, ending == .finished { state.outbox.append(payload) }
             defer { state.producers.removeAll() }
-            return (state.backChannel?.doorbell, state.producers)
+            return (state.backChannel?.bell, state.producers)
         }
-        doorbell?.yield()
+        bell?.ring()
         for producer in producers { producer.resume(returning: nil) }
     }
 
@@ -172,17 +202,39 @@ public final class WebChannelSession: Sendable {
     }
 
     fileprivate func ring(_ generation: Int) {
-        state.withLock { $0.backChannel?.generation == generation ? $0.backChannel?.doorbell : nil }?.yield()
+        state.withLock { $0.backChannel?.generation == generation ? $0.backChannel?.bell : nil }?.ring()
     }
 
     fileprivate func close(_ generation: Int) {
-        let doorbell = state.withLock { state -> AsyncStream<Void>.Continuation? in
+        let bell = state.withLock { state -> WebChannelBell? in
             state.lastSeen = .now
             guard state.backChannel?.generation == generation else { return nil }
             defer { state.backChannel = nil }
-            return state.backChannel?.doorbell
+            return state.backChannel?.bell
         }
-        doorbell?.finish()
+        bell?.close()
+    }
+}
+
+/// How a session reaches the back channel reading it: a writer task's doorbell, or the call a
+/// stream served on its connection's event loop gave.
+enum WebChannelBell: Sendable {
+    case stream(AsyncStream<Void>.Continuation)
+    case call(@Sendable () -> Void)
+
+    func ring() {
+        switch self {
+        case .stream(let doorbell): doorbell.yield()
+        case .call(let wake): wake()
+        }
+    }
+
+    /// The back channel is over; a call's stream learns it when it polls.
+    func close() {
+        switch self {
+        case .stream(let doorbell): doorbell.finish()
+        case .call: break
+        }
     }
 }
 
@@ -193,7 +245,8 @@ public struct WebChannelBackChannel: Sendable {
     let generation: Int
     /// The id of the last array this request wrote (or the client acknowledged).
     public private(set) var written: Int
-    /// Rings when there may be something to write.
+    /// Rings when there may be something to write (a writer task's; a back channel opened
+    /// with a wake call has it finished).
     public let wakeups: AsyncStream<Void>
 
     init(session: WebChannelSession, generation: Int, after id: Int, wakeups: AsyncStream<Void>) {

@@ -14,6 +14,8 @@ struct WebChannelBackChannelWriter: Sendable {
     static let recycleAfter: Duration = .seconds(60)
 
     let channel: WebChannelBackChannel
+    /// The session's stream, whose Listen engine takes commits in before each look.
+    let stream: WebChannelStream
     let longPoll: Bool
     let wait: Duration
     let registry: ConnectionRegistry
@@ -31,11 +33,17 @@ struct WebChannelBackChannelWriter: Sendable {
             channel.close()
         }
         var wakeups = channel.wakeups.makeAsyncIterator()
+        let ring = { @Sendable [channel] in channel.ring() }
+        let stream = self.stream
+        func poll() -> WebChannelSession.Poll {
+            stream.pump(wake: ring)
+            return channel.poll()
+        }
         do {
             try await withGracefulShutdownHandler {
-                if !longPoll, case .nothing = channel.poll() { channel.keepAlive() }
+                if !longPoll, case .nothing = poll() { channel.keepAlive() }
                 writing: while true {
-                    switch channel.poll() {
+                    switch poll() {
                     case .arrays(let arrays):
                         if let entryID {
                             let delay = registry.latency(entryID)

@@ -1,5 +1,6 @@
 import FiregateModel
 import FiregateWebChannel
+import ServiceLifecycle
 import Synchronization
 
 /// The open WebChannel sessions by id. A session the client stops using — no back channel and
@@ -29,13 +30,26 @@ final class WebChannelDirectory: Sendable {
             guard state.streams.count < WebChannelDirectory.limit else { return false }
             state.streams[stream.session.id] = stream
             if state.sweeper == nil {
+                // Started from a request, it hears the server's graceful shutdown: Listen
+                // sessions then end UNAVAILABLE in-band, and their clients reconnect.
                 state.sweeper = Task { [weak self] in
-                    while let self, self.sweep(now: .now) {
-                        try? await Task.sleep(for: .seconds(5))
+                    await withGracefulShutdownHandler {
+                        while let self, self.sweep(now: .now) {
+                            try? await Task.sleep(for: .seconds(5))
+                        }
+                    } onGracefulShutdown: { [weak self] in
+                        self?.shutDown()
                     }
                 }
             }
             return true
+        }
+    }
+
+    /// The server is shutting down: every stream ends UNAVAILABLE.
+    func shutDown() {
+        for stream in state.withLock({ Array($0.streams.values) }) {
+            stream.end(.unavailable("The server is shutting down."))
         }
     }
 

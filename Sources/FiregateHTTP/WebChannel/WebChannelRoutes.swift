@@ -118,7 +118,7 @@ struct WebChannelRoutes: Sendable {
         if stream.session.ending == .finished, !stream.session.hasArrays(after: acknowledged) { return WebChannelRoutes.unknownSession(id) }
         let channel = stream.session.openBackChannel(acknowledging: acknowledged)
         let wait: Duration = longPoll ? .milliseconds(min(max(timeoutMilliseconds ?? 30_000, 5_000), 30_000)) : WebChannelRoutes.keepAlive
-        let writer = WebChannelBackChannelWriter(channel: channel, longPoll: longPoll, wait: wait, registry: registry, entryID: stream.entryID)
+        let writer = WebChannelBackChannelWriter(channel: channel, stream: stream, longPoll: longPoll, wait: wait, registry: registry, entryID: stream.entryID)
         return Response(status: .ok, headers: WebChannelRoutes.headers, body: ResponseBody { body in
             await InboundClose.cancelling(request) { await writer.run(&body) }
         })

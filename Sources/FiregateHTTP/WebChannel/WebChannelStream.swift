@@ -5,17 +5,17 @@ import FiregateWebChannel
 import SwiftProtobuf
 import Synchronization
 
-/// The Firestore stream behind one WebChannel session: Listen or Write, served by the same
-/// engines as gRPC's (`FirestoreListenCall.answer`, `FirestoreWriteCall.answer`) with the
-/// session as their sink. Messages arrive as proto3 JSON texts (the REST API's JSON) and leave
-/// the same way.
+/// The Firestore stream behind one WebChannel session: Listen or Write, with the engines gRPC
+/// uses — Listen's `ListenTargets` in a `WebChannelListenEngine`, run by the session's requests
+/// with no task of its own; Write's `FirestoreWriteCall.answer` in a task with the session as
+/// its sink. Messages arrive as proto3 JSON texts (the REST API's JSON) and leave the same way.
 final class WebChannelStream: Sendable {
     enum Kind: String, Sendable {
         case listen = "Listen", write = "Write"
     }
 
-    private enum Inbox: Sendable {
-        case listen(ListenInbox, FeedSubscription)
+    private enum Engine: Sendable {
+        case listen(WebChannelListenEngine)
         case write(CallInbox<Google_Firestore_V1_WriteRequest>)
     }
 
@@ -25,7 +25,7 @@ final class WebChannelStream: Sendable {
     /// Its connections-registry entry; nil when the registry is not involved (tests).
     let entryID: String?
     let registry: ConnectionRegistry
-    private let inbox: Inbox
+    private let engine: Engine
 
     /// Starts the stream's engine; its responses go to `session` until the stream ends, and
     /// its end ends the session (an error is sent in-band first, as the SDK reads errors).
@@ -38,74 +38,95 @@ final class WebChannelStream: Sendable {
         self.entryID = entryID
         self.registry = registry
         let documents = backend.documents.database(database)
+        let timeline = entryID.map { backend.timelines.recorder(TimelineLane.connectionID($0)) }
+        let finish = { @Sendable (status: FiregateError?) in
+            WebChannelStream.finish(session, status: status, entryID: entryID, registry: registry)
+        }
         switch kind {
         case .listen:
-            let subscription = documents.feed.subscribe(bufferLimit: listenOptions.bufferLimit)
-            inbox = .listen(ListenInbox(subscription: subscription), subscription)
+            let engine = WebChannelListenEngine(session: session, database: documents, backend: backend, bufferLimit: listenOptions.bufferLimit,
+                                                caller: (try? caller.get()) ?? nil, timeline: timeline,
+                                                counted: ListenCount(registry: registry, entryID: entryID), texts: texts, finish: finish)
+            self.engine = .listen(engine)
+            if case .failure(let error) = caller { engine.end(error) }
         case .write:
-            inbox = .write(CallInbox())
-        }
-        let inbox = self.inbox
-        let sink = WebChannelSink(session: session, registry: registry, entryID: entryID, texts: texts)
-        Task { [session] in
-            let status: FiregateError?
-            switch caller {
-            case .failure(let error):
-                status = error
-                if case .listen(_, let subscription) = inbox { subscription.cancel() }
-            case .success(let caller):
-                var sink = sink
-                let counted = ListenCount(registry: registry, entryID: entryID)
-                let timeline = entryID.map { backend.timelines.recorder(TimelineLane.connectionID($0)) }
-                status = await FirestoreGRPCService.$caller.withValue(caller) { () async -> FiregateError? in
-                    switch inbox {
-                    case .listen(let requests, let subscription):
-                        return await FirestoreListenCall.answer(first: nil, database: documents, backend: backend, inbox: requests,
-                                                                subscription: subscription, access: caller,
-                                                                listens: { counted.set($0) }, timeline: timeline, responses: &sink)
-                    case .write(let requests):
-                        return await FirestoreWriteCall(backend: backend, ticket: nil, forwarding: forwarding, timeline: timeline)
+            let requests = CallInbox<Google_Firestore_V1_WriteRequest>()
+            engine = .write(requests)
+            let sink = WebChannelSink(session: session, registry: registry, entryID: entryID, texts: texts)
+            Task {
+                switch caller {
+                case .failure(let error): finish(error)
+                case .success(let caller):
+                    var sink = sink
+                    finish(await FirestoreGRPCService.$caller.withValue(caller) {
+                        await FirestoreWriteCall(backend: backend, ticket: nil, forwarding: forwarding, timeline: timeline)
                             .answer(requests, responses: &sink)
-                    }
+                    })
                 }
-                counted.set(0)
             }
-            if let status {
-                session.end(.finished, last: WebChannelFraming.message(ErrorResponse.webChannel(status)))
-            } else {
-                session.end(.closed)
-            }
-            if let entryID { registry.close(entryID, reason: status?.message ?? "The client terminated the channel.") }
         }
     }
 
+    /// The end of the stream, told to the client and the registry.
+    private static func finish(_ session: WebChannelSession, status: FiregateError?, entryID: String?, registry: ConnectionRegistry) {
+        if let status {
+            session.end(.finished, last: WebChannelFraming.message(ErrorResponse.webChannel(status)))
+        } else {
+            session.end(.closed)
+        }
+        if let entryID { registry.close(entryID, reason: status?.message ?? "The client terminated the channel.") }
+    }
+
     /// Hands the client's messages (in map order) to the engine; a message that is not the
-    /// stream's request type ends the stream INVALID_ARGUMENT.
+    /// stream's request type ends the stream INVALID_ARGUMENT. A Listen waits while the client
+    /// leaves too much unread, as a gRPC stream's flow control would hold it.
     func deliver(_ messages: [String]) async {
         var options = JSONDecodingOptions()
         options.ignoreUnknownFields = true
-        for message in messages {
-            do {
-                switch inbox {
-                case .listen(let requests, _):
-                    await requests.push(try Google_Firestore_V1_ListenRequest(jsonString: message, options: options))
-                case .write(let requests):
-                    await requests.push(try Google_Firestore_V1_WriteRequest(jsonString: message, options: options))
+        switch engine {
+        case .listen(let engine):
+            var requests: [Google_Firestore_V1_ListenRequest] = []
+            var bad: FiregateError?
+            for message in messages {
+                do {
+                    requests.append(try Google_Firestore_V1_ListenRequest(jsonString: message, options: options))
+                } catch {
+                    bad = WebChannelStream.invalid(.listen, message, error)
+                    break
                 }
-            } catch {
-                end(.invalidArgument("Invalid \(kind.rawValue)Request: \(error). The message was \(message.prefix(200))"))
-                return
+            }
+            if !requests.isEmpty, await session.waitForRoom() { engine.handle(requests) }
+            if let bad { engine.end(bad) }
+        case .write(let requests):
+            for message in messages {
+                do {
+                    await requests.push(try Google_Firestore_V1_WriteRequest(jsonString: message, options: options))
+                } catch {
+                    end(WebChannelStream.invalid(.write, message, error))
+                    return
+                }
             }
         }
+    }
+
+    private static func invalid(_ kind: Kind, _ message: String, _ error: any Error) -> FiregateError {
+        .invalidArgument("Invalid \(kind.rawValue)Request: \(error). The message was \(message.prefix(200))")
+    }
+
+    /// Takes the database's commits into the session, for a back channel about to look;
+    /// `wake` hears of more. A Write stream's task sends on its own.
+    func pump(wake: @escaping @Sendable () -> Void) {
+        if case .listen(let engine) = engine { engine.pump(wake: wake) }
     }
 
     /// Ends the engine: nil for a client's terminate (nothing more is sent), else the error
     /// the stream ends with.
     func end(_ error: FiregateError?) {
-        let status = error ?? .cancelled("The client terminated the channel.")
-        switch inbox {
-        case .listen(let requests, _): requests.end(status)
-        case .write(let requests): Task { await requests.end(status) }
+        switch engine {
+        case .listen(let engine): engine.end(error)
+        case .write(let requests):
+            let status = error ?? .cancelled("The client terminated the channel.")
+            Task { await requests.end(status) }
         }
     }
 }

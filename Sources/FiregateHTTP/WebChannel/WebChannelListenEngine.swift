@@ -1,0 +1,110 @@
+import FiregateBackend
+import FiregateModel
+import FiregateProto
+import FiregateWebChannel
+import Synchronization
+
+/// The Listen stream of one WebChannel session, with no task of its own: the forward POSTs hand
+/// it the client's requests and the back channel that reads the session has it take the
+/// database's commits (`pump`) before each look — on its connection's event loop when it
+/// streams there. So a commit reaches a page's socket without a task switch, as an SSE listen's
+/// does (docs/webchannel.md, "Fan-out"). `ListenTargets` turns both into the responses gRPC's
+/// Listen sends, so targets, resume tokens, rules and errors are the same.
+///
+/// While the client leaves more than the session's limit unacknowledged, commits stay in the
+/// feed subscription; one that falls `bufferLimit` commits behind is resynchronised, as any
+/// listener is.
+final class WebChannelListenEngine: Sendable {
+    private struct State {
+        var targets: ListenTargets
+        var ended = false
+    }
+
+    let session: WebChannelSession
+    private let subscription: FeedSubscription
+    private let texts: WebChannelTextCache
+    private let counted: ListenCount
+    /// Ends the stream with a status (nil: the client's terminate); called once.
+    private let finish: @Sendable (FiregateError?) -> Void
+    private let state: Mutex<State>
+
+    init(session: WebChannelSession, database: DocumentDatabase, backend: Backend, bufferLimit: Int, caller: RulesCaller?,
+         timeline: TimelineRecorder?, counted: ListenCount, texts: WebChannelTextCache,
+         finish: @escaping @Sendable (FiregateError?) -> Void) {
+        self.session = session
+        self.texts = texts
+        self.counted = counted
+        self.finish = finish
+        subscription = database.feed.subscribe(bufferLimit: bufferLimit)
+        var targets = ListenTargets(database: database, startingAfter: subscription.startsAfter)
+        targets.access = caller.map { ListenAccess(rules: backend.rules, caller: $0) }
+        targets.timeline = timeline.map(ListenTimeline.init)
+        state = Mutex(State(targets: targets))
+    }
+
+    /// Answers the client's requests, in order; the first bad one ends the stream with its error.
+    func handle(_ requests: [Google_Firestore_V1_ListenRequest]) {
+        let outcome = state.withLock { state -> (texts: [String], count: Int, error: FiregateError?)? in
+            guard !state.ended else { return nil }
+            var out: [String] = []
+            do {
+                for request in requests {
+                    for response in try state.targets.handle(request) { out.append(try texts.text(response)) }
+                }
+                return (out, state.targets.count, nil)
+            } catch {
+                return (out, state.targets.count, ErrorResponse.normalize(error))
+            }
+        }
+        guard let outcome else { return }
+        session.queue(outcome.texts)
+        counted.set(outcome.count)
+        if let error = outcome.error { end(error) }
+    }
+
+    /// Takes the commits waiting in the feed into the session while the client has room;
+    /// `wake` is called (once, from the publishing thread) when more arrive.
+    func pump(wake: @escaping @Sendable () -> Void) {
+        var ending: FiregateError?
+        state.withLock { state in
+            guard !state.ended else { return }
+            while session.hasRoom {
+                let (event, finished) = subscription.poll(orWake: wake)
+                guard let event else {
+                    if finished { ending = .cancelled("The stream was cancelled.") }
+                    return
+                }
+                let out: [ListenResponse]
+                switch event {
+                case .commit(let record): out = state.targets.apply(record)
+                case .overflow: out = state.targets.resynchronise()
+                // The rules changed: the targets are judged again.
+                case .heartbeat: out = state.targets.revocations()
+                case .closed(let error):
+                    ending = FiregateError(.unavailable, error.message)
+                    return
+                }
+                do {
+                    session.queue(try out.map { try texts.text($0) })
+                } catch {
+                    ending = ErrorResponse.normalize(error)
+                    return
+                }
+            }
+        }
+        if let ending { end(ending) }
+    }
+
+    /// Ends the stream: nil for the client's terminate, else the status the client is told.
+    /// Its subscription is released at once.
+    func end(_ status: FiregateError?) {
+        let first = state.withLock { state -> Bool in
+            defer { state.ended = true }
+            return !state.ended
+        }
+        guard first else { return }
+        subscription.cancel()
+        counted.set(0)
+        finish(status)
+    }
+}
