@@ -142,7 +142,7 @@ public enum FiregateServer {
             let connections = OpenConnections()
             let install = FastPathHTTP1Channel.installer(HTTP1Channel(responder: handler, configuration: configuration), connections: connections, logger: logger)
             let http1 = FastPathHTTP1Channel(services: FastPathServices(documents: documents, metrics: metrics, logger: logger, sockets: sockets,
-                                                                        enabled: fastPath, installFullPath: install))
+                                                                        enabled: fastPath, webChannel: responder.webChannel, installFullPath: install))
             let streams = HTTP1Channel(responder: { request, writer, channel in
                 if FirestoreGRPCService.isGRPC(request) {
                     try await grpc.respond(to: request, writer: writer, channel: channel)

@@ -47,6 +47,14 @@ extension ConnectionFastPath {
             } else {
                 readTree(namespace, location, gzipAccepted: request.acceptsGzip, path: path, started: started, context: context)
             }
+        case .webChannelBackChannel(let id, let acknowledged):
+            // An unknown or ended session gets the full path's answers.
+            guard let webChannel = services.webChannel, let stream = webChannel.sessions.stream(id), stream.session.ending == nil else { return false }
+            buffer.moveReaderIndex(forwardBy: request.length)
+            unread = buffer.readableBytes > 0 ? buffer : nil
+            let source = WebChannelBackChannelSource(stream, acknowledged: acknowledged, registry: webChannel.registry, ticker: documents.ticker,
+                                                     loop: context.eventLoop)
+            listen(source, path: path, started: started, context: context)
         case .fullPath:
             return false
         }

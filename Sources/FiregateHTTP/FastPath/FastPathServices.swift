@@ -20,9 +20,12 @@ final class FastPathServices: Sendable {
     let installFullPath: @Sendable (any Channel) -> Void
     /// `Firegate-Replica` on every answer when replicas share a PostgreSQL store.
     let replicaID: String?
+    /// The WebChannel sessions, whose streaming back channels are served here.
+    let webChannel: WebChannelRoutes?
 
     init(documents: DocumentRoutes, metrics: ServerMetrics, logger: Logger, sockets: RealtimeSockets?, enabled: Bool,
-         installFullPath: @escaping @Sendable (any Channel) -> Void) {
+         webChannel: WebChannelRoutes? = nil, installFullPath: @escaping @Sendable (any Channel) -> Void) {
+        self.webChannel = webChannel
         (self.documents, backend, rules) = (documents, documents.backend, FastPathRules(rules: documents.backend.rules))
         (self.metrics, self.logger, self.sockets, self.enabled, self.installFullPath) = (metrics, logger, sockets, enabled, installFullPath)
         replicaID = documents.backend.replicas?.replicaID

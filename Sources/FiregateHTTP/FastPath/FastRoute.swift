@@ -1,5 +1,6 @@
 import FiregateBackend
 import FiregateModel
+import FiregateWebChannel
 
 /// Which fast-path answer a simple request gets, from its method, target and query alone (see
 /// `FastRouter.route`); `.fullPath` for everything the fast path leaves to the full HTTP/1.1 path.
@@ -14,6 +15,8 @@ enum FastRoute: Equatable {
     case treeStream(namespace: String, path: TreePath)
     /// A bare tree GET (no query but `ns=`).
     case treeRead(namespace: String, path: TreePath)
+    /// A WebChannel session's streaming back channel (`TYPE=xmlhttp`, `CI=0`).
+    case webChannelBackChannel(session: String, acknowledged: Int)
     case fullPath
 }
 
@@ -48,6 +51,7 @@ struct FastRouter {
                   parsed.verb == "commit", parsed.path.isEmpty else { return .fullPath }
             return .commit(parsed)
         }
+        if let query, target.hasPrefix(WebChannelRoutes.pathPrefix) { return FastRouter.webChannel(method, target: target, query: query) }
         if query == nil, documentsLoaded, target.hasPrefix("/v1/"), let parsed = document(target), parsed.path.isDocument {
             if parsed.verb == "listen" { return rulesActive ? .fullPath : .documentStream(parsed) }
             if parsed.verb == nil, !acceptsEventStream { return .documentGet(parsed) }
@@ -55,6 +59,15 @@ struct FastRouter {
         }
         guard !rulesActive, let (namespace, path) = tree(target, query: query) else { return .fullPath }
         return acceptsEventStream ? .treeStream(namespace: namespace, path: path) : .treeRead(namespace: namespace, path: path)
+    }
+
+    /// A streaming back channel of a Listen or Write channel; anything else (a long poll, a
+    /// malformed query) is the full path's to answer.
+    private static func webChannel(_ method: SimpleRequest.Method, target: String, query: String) -> FastRoute {
+        guard method == .get, (try? WebChannelRoutes.kind(target)) != nil, let fields = try? WebChannelRequest.query(Substring(query)),
+              case .backChannel(let session, let acknowledged, longPoll: false, _)? = try? WebChannelRequest.classify(method: "GET", query: fields)
+        else { return .fullPath }
+        return .webChannelBackChannel(session: session, acknowledged: acknowledged)
     }
 
     /// The parsed document target, from the last one when it repeats.
