@@ -22,6 +22,23 @@ public enum WebChannelFraming {
         return text + "]"
     }
 
+    /// The length `chunk(arrays(arrays))` announces, counted from the arrays' known payload
+    /// lengths (everything around them is ASCII) instead of from the text.
+    public static func arraysLength(_ arrays: [WebChannelArray]) -> Int {
+        var length = 2 + max(arrays.count - 1, 0)
+        for array in arrays { length += array.payloadLength + 3 + decimalDigits(array.id) }
+        return length
+    }
+
+    static func decimalDigits(_ value: Int) -> Int {
+        var digits = 1, rest = value
+        while rest >= 10 {
+            rest /= 10
+            digits += 1
+        }
+        return digits
+    }
+
     /// The handshake's answer, array 0: `["c", SID, host prefix, version, server version,
     /// keep-alive interval in ms]` — the fields the Firestore emulator sends (the client
     /// waits 1.5 × the interval for back-channel bytes before it retries).
@@ -44,16 +61,31 @@ public enum WebChannelFraming {
     public static func message(_ json: String) -> String { "[\(json)]" }
 }
 
+/// A Firestore message as a payload (`WebChannelFraming.message`) with its length in UTF-16
+/// units, counted once: a commit fanned out to many sessions is the same payload for each.
+public struct WebChannelMessage: Sendable {
+    public let payload: String
+    public let length: Int
+
+    public init(json: String) {
+        payload = WebChannelFraming.message(json)
+        length = payload.utf16.count
+    }
+}
+
 /// One server-to-client array: its id in the session and its payload's JSON text.
 public struct WebChannelArray: Sendable, Equatable {
     public let id: Int
     public let payload: String
+    /// The payload's length in UTF-16 units.
+    public let payloadLength: Int
 
-    public init(id: Int, payload: String) {
+    public init(id: Int, payload: String, payloadLength: Int? = nil) {
         self.id = id
         self.payload = payload
+        self.payloadLength = payloadLength ?? payload.utf16.count
     }
 
     /// The characters it takes in a chunk (`[id,` … `]` and a comma).
-    var size: Int { payload.utf16.count + 8 }
+    var size: Int { payloadLength + 8 }
 }

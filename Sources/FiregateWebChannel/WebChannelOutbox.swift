@@ -16,9 +16,9 @@ public struct WebChannelOutbox: Sendable {
 
     /// Adds a payload under the next id and returns that id.
     @discardableResult
-    public mutating func append(_ payload: String) -> Int {
+    public mutating func append(_ payload: String, length: Int? = nil) -> Int {
         lastID += 1
-        let array = WebChannelArray(id: lastID, payload: payload)
+        let array = WebChannelArray(id: lastID, payload: payload, payloadLength: length)
         outstanding += array.size
         arrays.append(array)
         return lastID

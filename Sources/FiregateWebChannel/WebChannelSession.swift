@@ -105,7 +105,7 @@ public final class WebChannelSession: Sendable {
     @discardableResult
     public func send(_ messages: [String]) async -> Bool {
         guard await waitForRoom() else { return false }
-        return queue(messages)
+        return queue(messages.map(WebChannelMessage.init(json:)))
     }
 
     /// Returns once the client leaves at most `outstandingLimit` unacknowledged: true, or false
@@ -131,11 +131,11 @@ public final class WebChannelSession: Sendable {
     /// Queues Firestore messages now, room or not (the caller looked at `hasRoom`); false once
     /// the session ended.
     @discardableResult
-    public func queue(_ messages: [String]) -> Bool {
+    public func queue(_ messages: [WebChannelMessage]) -> Bool {
         guard !messages.isEmpty else { return state.withLock { $0.ending == nil } }
         let (queued, bell) = state.withLock { state -> (Bool, WebChannelBell?) in
             guard state.ending == nil else { return (false, nil) }
-            for message in messages { state.outbox.append(WebChannelFraming.message(message)) }
+            for message in messages { state.outbox.append(message.payload, length: message.length) }
             return (true, state.backChannel?.bell)
         }
         bell?.ring()
@@ -154,6 +154,12 @@ public final class WebChannelSession: Sendable {
         }
         bell?.ring()
         for producer in producers { producer.resume(returning: nil) }
+    }
+
+    /// Wakes whichever back channel is reading now (news it should look for, such as commits
+    /// waiting for the stream's engine).
+    public func ring() {
+        state.withLock { $0.backChannel?.bell }?.ring()
     }
 
     public var ending: Ending? { state.withLock { $0.ending } }

@@ -291,6 +291,96 @@ def test_a_terminated_session_is_forgotten(server, db):
     assert response.status_code == 400 and response.text.index("Unknown SID") > 0
 
 
+class StreamReader(threading.Thread):
+    """Reads one streaming back-channel GET (CI=0) to its end in the background: its arrays go
+    into the channel, with the time each chunk completed."""
+
+    def __init__(self, channel):
+        super().__init__(daemon=True)
+        self.channel = channel
+        self.response = channel.http.get(channel.url, params=channel._query(RID="rpc", SID=channel.sid, AID=str(channel.last_array), CI="0",
+                                                                            TYPE="xmlhttp", t="1"),
+                                         headers=channel._http_headers(post=False), stream=True, timeout=(5, 30))
+        self.received = []
+        self.ended = None
+        self.start()
+
+    def run(self):
+        buffered = ""
+        try:
+            for piece in self.response.iter_content(chunk_size=None, decode_unicode=True):
+                buffered += piece
+                chunks, buffered = parse_chunks(buffered)
+                for chunk in chunks:
+                    self.received += [(time.time(), array) for array in self.channel._take(chunk)]
+        finally:
+            self.ended = time.time()
+
+    def wait(self, predicate, timeout=T):
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            if predicate(self.channel.messages()):
+                return
+            time.sleep(0.01)
+        raise AssertionError(f"not seen in {timeout} s: {self.channel.messages()}")
+
+
+def changed_to(n):
+    return lambda ms: any(m.get("documentChange", {}).get("document", {}).get("fields") == {"n": {"integerValue": str(n)}} for m in ms)
+
+
+# A page's back channel (Origin) is served by the full HTTP/1.1 path; one without an Origin by
+# the connection's event loop (the fast path): both behave alike.
+@pytest.mark.parametrize("origin", [None, ORIGIN], ids=["event-loop", "full-path"])
+def test_a_streaming_back_channel_hears_commits_until_the_next_supersedes_it_and_its_session_ends(server, db, origin):
+    commit(server, db, update(db, "rooms/s", n=1))
+    channel = Channel(server, "Listen", db, origin=origin)
+    assert channel.open(doc_target(db, 2, "rooms/s")).status_code == 200
+    opened = time.time()
+    first = StreamReader(channel)
+    assert first.response.status_code == 200 and first.response.headers["Content-Type"].startswith("text/plain")
+    assert first.response.headers.get("Access-Control-Allow-Origin") == origin
+    first.wait(consistent)
+    assert first.received[0][0] - opened < 1.0
+    commit(server, db, update(db, "rooms/s", n=2))
+    first.wait(changed_to(2))
+    assert first.ended is None
+    # The client opens the next back channel: the first ends, the second goes on from there.
+    second = StreamReader(channel)
+    first.join(T)
+    assert first.ended is not None
+    commit(server, db, update(db, "rooms/s", n=3))
+    second.wait(changed_to(3))
+    ids = [i for i, _ in channel.arrays]
+    assert ids == sorted(ids) and len(set(ids)) == len(ids) and ids[0] == 1
+    assert channel.terminate().status_code == 200
+    second.join(T)
+    assert second.ended is not None
+
+
+@pytest.mark.parametrize("origin", [None, ORIGIN], ids=["event-loop", "full-path"])
+def test_a_streaming_back_channel_waits_out_the_switchs_latency_and_hears_its_stop(db, origin):
+    proc, base = start_server()
+    try:
+        channel = Channel(base, "Listen", db, headers=web_headers(app_id="1:1:web:stream"), origin=origin)
+        channel.open(doc_target(db, 2, "lag/x"))
+        reader = StreamReader(channel)
+        reader.wait(consistent)
+        r = requests.put(f"{base}/emulator/v1/connections/network", json={"match": {"appId": "1:1:web:stream"}, "online": True, "latencyMs": 500},
+                         timeout=T)
+        assert r.status_code == 200, r.text
+        started = time.time()
+        commit(base, db, update(db, "lag/x", n=7))
+        reader.wait(changed_to(7))
+        arrived = next(t for t, (_, p) in reader.received if isinstance(p[0], dict) and "documentChange" in p[0])
+        assert arrived - started >= 0.45
+        switch(base, {"appId": "1:1:web:stream"}, False)
+        reader.join(T)
+        assert reader.ended is not None and ["stop"] in [p for _, (_, p) in reader.received]
+    finally:
+        stop_server(proc)
+
+
 # ---- rules, the registry and the network switch ----
 
 def test_rules_deny_a_listen_target_in_band_and_the_stream_stays(db):

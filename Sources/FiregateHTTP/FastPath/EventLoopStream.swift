@@ -148,12 +148,14 @@ final class EventLoopStream {
         metrics.streamClosed(source.surface)
     }
 
+    /// One write per chunk (size line, frame, CRLF in one buffer): a fan-out writes a chunk to
+    /// each of many channels, and each write passes the pipeline.
     private func writeChunk(_ frame: ByteBuffer, context: ChannelHandlerContext) {
-        var size = context.channel.allocator.buffer(capacity: 12)
-        size.writeString(String(frame.readableBytes, radix: 16))
-        size.writeStaticString("\r\n")
-        context.write(NIOAny(size), promise: nil)
-        context.write(NIOAny(frame), promise: nil)
-        context.write(NIOAny(ByteBuffer(staticString: "\r\n")), promise: nil)
+        var chunk = context.channel.allocator.buffer(capacity: frame.readableBytes + 12)
+        chunk.writeString(String(frame.readableBytes, radix: 16))
+        chunk.writeStaticString("\r\n")
+        chunk.writeImmutableBuffer(frame)
+        chunk.writeStaticString("\r\n")
+        context.write(NIOAny(chunk), promise: nil)
     }
 }

@@ -19,7 +19,8 @@ final class WebChannelBackChannelSource: EventLoopStreamSource {
     private let ticker: KeepAliveTicker
     private let beat: KeepAliveTicker.Registration
     private let wake: WakeSlot
-    /// Fires the slot: what the session, the feed and the ticker call.
+    /// Fires the slot: what the session (for itself and the feed), the ticker and the latency
+    /// timer call.
     private let fire: @Sendable () -> Void
     private let started = ContinuousClock.now
     private var lastWrite = ContinuousClock.now
@@ -48,26 +49,29 @@ final class WebChannelBackChannelSource: EventLoopStreamSource {
     var headers: HTTPFields { WebChannelRoutes.headers }
 
     func poll(wake eventLoopWake: @escaping @Sendable () -> Void) -> EventLoopStreamPoll {
-        // Armed first: whatever changes after this look wakes the stream again.
-        wake.arm(eventLoopWake)
         while true {
-            stream.pump(wake: fire)
+            // This look covers whatever rang before it.
+            wake.clearPending()
+            stream.pump()
             switch channel.poll() {
             case .arrays(let arrays):
-                if let held = holdForLatency() { return held }
-                let text = WebChannelFraming.chunk(WebChannelFraming.arrays(arrays))
+                if let held = holdForLatency(eventLoopWake) { return held }
+                let (frame, length) = WebChannelBackChannelWriter.chunk(arrays)
                 channel.wrote(through: arrays.last!.id)
                 opened = true
-                written += text.utf16.count
+                written += length
                 lastWrite = .now
-                let frame = ByteBuffer(string: text)
                 if written >= WebChannelBackChannelWriter.recycleCharacters || lastWrite - started >= WebChannelBackChannelWriter.recycleAfter {
                     return .ended(last: frame)
                 }
                 return .frames([frame])
             case .nothing:
                 // The first bytes go at once: a silent back channel looks like a buffering proxy.
-                guard !opened || ContinuousClock.now - lastWrite >= WebChannelRoutes.keepAlive else { return .waiting }
+                if opened && ContinuousClock.now - lastWrite < WebChannelRoutes.keepAlive {
+                    // Armed unless something rang since this look began: then look again.
+                    if wake.arm(eventLoopWake) { return .waiting }
+                    continue
+                }
                 opened = true
                 channel.keepAlive()
             case .superseded, .ended:
@@ -78,7 +82,7 @@ final class WebChannelBackChannelSource: EventLoopStreamSource {
 
     /// Nil when the arrays may go now; else `.waiting`, woken when the network switch's latency
     /// for this page has passed.
-    private func holdForLatency() -> EventLoopStreamPoll? {
+    private func holdForLatency(_ eventLoopWake: @escaping @Sendable () -> Void) -> EventLoopStreamPoll? {
         guard let entryID = stream.entryID else { return nil }
         let delay = registry.latency(entryID)
         guard delay > .zero else {
@@ -92,6 +96,9 @@ final class WebChannelBackChannelSource: EventLoopStreamSource {
             return nil
         }
         due = until
+        // This look is over: what rang during it is in the arrays held back.
+        wake.clearPending()
+        _ = wake.arm(eventLoopWake)
         let fire = self.fire
         loop.scheduleTask(in: .nanoseconds((until - now).nanoseconds)) { fire() }
         return .waiting
@@ -100,7 +107,7 @@ final class WebChannelBackChannelSource: EventLoopStreamSource {
     func shutDown() -> [ByteBuffer] {
         stream.end(.unavailable("The server is shutting down."))
         guard case .arrays(let arrays) = channel.poll() else { return [] }
-        return [ByteBuffer(string: WebChannelFraming.chunk(WebChannelFraming.arrays(arrays)))]
+        return [WebChannelBackChannelWriter.chunk(arrays).frame]
     }
 
     func stop() {
@@ -111,13 +118,38 @@ final class WebChannelBackChannelSource: EventLoopStreamSource {
 }
 
 /// The one wake-up an `EventLoopStream` armed at its last look: called by whoever has news
-/// (the session, the feed, the ticker), from any thread, at most once per arming.
+/// (the session, the feed, the ticker), from any thread, at most once per arming. News while
+/// nothing is armed — the stream is looking — is remembered, so the look that ends finds it
+/// and looks again instead of waiting; the stream is not woken for news it wrote itself.
 final class WakeSlot: Sendable {
-    private let slot = Mutex<(@Sendable () -> Void)?>(nil)
+    private struct State {
+        var wake: (@Sendable () -> Void)?
+        var pending = false
+    }
 
-    func arm(_ wake: @escaping @Sendable () -> Void) { slot.withLock { $0 = wake } }
+    private let state = Mutex(State())
 
-    func disarm() { slot.withLock { $0 = nil } }
+    /// Arms `wake`; false (nothing armed) when news came since `clearPending`.
+    func arm(_ wake: @escaping @Sendable () -> Void) -> Bool {
+        state.withLock { state in
+            guard !state.pending else { return false }
+            state.wake = wake
+            return true
+        }
+    }
 
-    func fire() { slot.withLock { wake in defer { wake = nil }; return wake }?() }
+    func clearPending() { state.withLock { $0.pending = false } }
+
+    func disarm() { state.withLock { $0.wake = nil } }
+
+    func fire() {
+        state.withLock { state -> (@Sendable () -> Void)? in
+            guard let wake = state.wake else {
+                state.pending = true
+                return nil
+            }
+            state.wake = nil
+            return wake
+        }?()
+    }
 }

@@ -46,6 +46,16 @@ struct ListenTargets {
 
     var count: Int { targets.count }
 
+    /// Whether target `id` sends whole documents (no projection): a document change a commit
+    /// causes on it is then the same message on every stream with a target of that id.
+    func sendsWholeDocuments(_ id: Int32) -> Bool {
+        switch targets[id]?.kind {
+        case .documents?: true
+        case .query(let matches, _)?: matches.query.projection == nil
+        case nil: false
+        }
+    }
+
     // MARK: requests
 
     mutating func handle(_ request: Google_Firestore_V1_ListenRequest) throws(FiregateError) -> [ListenResponse] {

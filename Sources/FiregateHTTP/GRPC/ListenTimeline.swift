@@ -47,7 +47,12 @@ struct ListenTimeline {
 
     /// `cities/SF` of `projects/p/databases/d/documents/cities/SF`.
     static func path(_ name: String) -> String {
-        guard let range = name.range(of: "/documents/") else { return name }
-        return String(name[range.upperBound...])
+        // A byte search: Foundation's `range(of:)` cost a fan-out more than the rest of the step.
+        let bytes = Array(name.utf8), marker = Array("/documents/".utf8)
+        guard bytes.count >= marker.count else { return name }
+        for start in 0...(bytes.count - marker.count) where bytes[start] == marker[0] && bytes[start..<start + marker.count].elementsEqual(marker) {
+            return String(decoding: bytes[(start + marker.count)...], as: UTF8.self)
+        }
+        return name
     }
 }

@@ -33,10 +33,9 @@ struct WebChannelBackChannelWriter: Sendable {
             channel.close()
         }
         var wakeups = channel.wakeups.makeAsyncIterator()
-        let ring = { @Sendable [channel] in channel.ring() }
         let stream = self.stream
         func poll() -> WebChannelSession.Poll {
-            stream.pump(wake: ring)
+            stream.pump()
             return channel.poll()
         }
         do {
@@ -49,10 +48,10 @@ struct WebChannelBackChannelWriter: Sendable {
                             let delay = registry.latency(entryID)
                             if delay > .zero { try await Task.sleep(for: delay) }
                         }
-                        let text = WebChannelFraming.chunk(WebChannelFraming.arrays(arrays))
-                        try await body.write(ByteBuffer(string: text))
+                        let (frame, length) = WebChannelBackChannelWriter.chunk(arrays)
+                        try await body.write(frame)
                         channel.wrote(through: arrays.last!.id)
-                        written += text.utf16.count
+                        written += length
                         lastWrite = .now
                         if longPoll || written >= WebChannelBackChannelWriter.recycleCharacters
                             || ContinuousClock.now - started >= WebChannelBackChannelWriter.recycleAfter { break writing }
@@ -74,5 +73,24 @@ struct WebChannelBackChannelWriter: Sendable {
         } catch {
             // The client went away.
         }
+    }
+
+    /// `WebChannelFraming.chunk(WebChannelFraming.arrays(arrays))` written straight into a
+    /// buffer, its length counted from the payloads' known lengths; and that length.
+    static func chunk(_ arrays: [WebChannelArray]) -> (frame: ByteBuffer, length: Int) {
+        let length = WebChannelFraming.arraysLength(arrays)
+        var frame = ByteBuffer()
+        frame.reserveCapacity(length + arrays.count * 8 + 12)
+        frame.writeString(String(length))
+        frame.writeStaticString("\n[")
+        for (k, array) in arrays.enumerated() {
+            frame.writeStaticString(k == 0 ? "[" : ",[")
+            frame.writeString(String(array.id))
+            frame.writeStaticString(",")
+            frame.writeString(array.payload)
+            frame.writeStaticString("]")
+        }
+        frame.writeStaticString("]")
+        return (frame, String(length).utf8.count + 1 + length)
     }
 }

@@ -113,10 +113,10 @@ final class WebChannelStream: Sendable {
         .invalidArgument("Invalid \(kind.rawValue)Request: \(error). The message was \(message.prefix(200))")
     }
 
-    /// Takes the database's commits into the session, for a back channel about to look;
-    /// `wake` hears of more. A Write stream's task sends on its own.
-    func pump(wake: @escaping @Sendable () -> Void) {
-        if case .listen(let engine) = engine { engine.pump(wake: wake) }
+    /// Takes the database's commits into the session, for a back channel about to look.
+    /// A Write stream's task sends on its own.
+    func pump() {
+        if case .listen(let engine) = engine { engine.pump() }
     }
 
     /// Ends the engine: nil for a client's terminate (nothing more is sent), else the error
@@ -140,20 +140,20 @@ struct WebChannelSink: FirestoreStreamSink {
     let texts: WebChannelTextCache
 
     mutating func send(_ message: some SwiftProtobuf.Message) async throws {
-        try await send(texts: [try texts.text(message)])
+        try await send([try texts.text(message)])
     }
 
     mutating func send<Message: SwiftProtobuf.Message>(all messages: [Message]) async throws {
         guard !messages.isEmpty else { return }
-        try await send(texts: try messages.map { try texts.text($0) })
+        try await send(try messages.map { try texts.text($0) })
     }
 
-    private func send(texts: [String]) async throws {
+    private func send(_ messages: [WebChannelMessage]) async throws {
         if let entryID {
             let delay = registry.latency(entryID)
             if delay > .zero { try? await Task.sleep(for: delay) }
         }
-        guard await session.send(texts) else { throw FiregateError.cancelled("The channel ended.") }
+        guard await session.waitForRoom(), session.queue(messages) else { throw FiregateError.cancelled("The channel ended.") }
     }
 }
 
@@ -179,11 +179,22 @@ final class ListenCount: Sendable {
 
 /// Messages' JSON texts shared by sessions: a commit fanned out to a thousand pages listening
 /// to the same document is the same message for each (their SDKs number targets alike), and
-/// proto3 JSON costs several times the binary encoding that finds it here.
+/// proto3 JSON costs several times the binary encoding that finds it here. A whole document's
+/// change from a commit is found without encoding, by its `CommittedChangeKey`.
 final class WebChannelTextCache: Sendable {
+    /// What determines a whole document's change message: the document's version at a commit
+    /// of a database, and the target it is sent for.
+    struct CommittedChangeKey: Hashable, Sendable {
+        let database: DatabaseID
+        let sequence: Int64
+        let name: String
+        let target: Int32
+    }
+
     private struct State {
-        var texts: [[UInt8]: String] = [:]
+        var texts: [[UInt8]: WebChannelMessage] = [:]
         var order: [[UInt8]] = []
+        var changes: [CommittedChangeKey: WebChannelMessage] = [:]
     }
 
     private let capacity: Int
@@ -193,14 +204,26 @@ final class WebChannelTextCache: Sendable {
         self.capacity = capacity
     }
 
-    func text(_ message: some SwiftProtobuf.Message) throws -> String {
+    func text(_ message: some SwiftProtobuf.Message) throws -> WebChannelMessage {
         let key: [UInt8] = try message.serializedBytes()
         if let hit = state.withLock({ $0.texts[key] }) { return hit }
-        let text = try message.jsonString()
+        let text = WebChannelMessage(json: try message.jsonString())
         state.withLock { state in
             guard state.texts.updateValue(text, forKey: key) == nil else { return }
             state.order.append(key)
             if state.order.count > capacity { state.texts[state.order.removeFirst()] = nil }
+        }
+        return text
+    }
+
+    /// `message`'s text, found by `key` (which must determine it).
+    func text(_ message: some SwiftProtobuf.Message, key: CommittedChangeKey) throws -> WebChannelMessage {
+        if let hit = state.withLock({ $0.changes[key] }) { return hit }
+        let text = WebChannelMessage(json: try message.jsonString())
+        state.withLock { state in
+            // Commits move on: the oldest entries are of no more use, so all go at once.
+            if state.changes.count >= capacity { state.changes.removeAll(keepingCapacity: true) }
+            state.changes[key] = text
         }
         return text
     }
