@@ -1,4 +1,5 @@
 import FiregateWebChannel
+import Foundation
 import XCTest
 
 /// Framing, acknowledgement, resending and ordering of one session (docs/webchannel.md).
@@ -96,4 +97,49 @@ final class WebChannelSessionTests: XCTestCase {
         old.close()  // an old request's end leaves the state alone
         XCTAssertFalse(session.activity.backChannelOpen)
     }
+
+    func testAChunksLengthIsCountedFromItsPayloadsKnownLengths() {
+        var outbox = WebChannelOutbox()
+        let message = WebChannelMessage(json: #"{"documentChange":{"name":"é😀"}}"#)
+        XCTAssertEqual(message.length, message.payload.utf16.count)
+        for _ in 1...12 { outbox.append(message.payload, length: message.length) }
+        outbox.append(WebChannelFraming.noop)
+        for batch in [outbox.arrays(after: 0), outbox.arrays(after: 12), Array(outbox.arrays(after: 0).prefix(1))] {
+            XCTAssertEqual(WebChannelFraming.arraysLength(batch), WebChannelFraming.arrays(batch).utf16.count)
+        }
+    }
+
+    /// A back channel that is not a task (served on an event loop) is called when the stream
+    /// queues, when the client's acknowledgement makes room again, and when a newer one
+    /// supersedes it; `ring` reaches whichever is open now.
+    func testACallBackChannelIsWokenByQueueingRoomRingingAndANewerOne() {
+        let session = WebChannelSession(id: "s", outstandingLimit: 100)
+        let first = Counter(), second = Counter()
+        let channel = session.openBackChannel(acknowledging: 0) { first.add() }
+        XCTAssertTrue(session.queue([WebChannelMessage(json: String(repeating: "x", count: 150))]))
+        XCTAssertEqual(first.value, 1)
+        XCTAssertFalse(session.hasRoom)
+        guard case .arrays(let arrays) = channel.poll() else { return XCTFail("nothing to write") }
+        session.acknowledge(through: arrays.last!.id)
+        XCTAssertTrue(session.hasRoom)
+        XCTAssertEqual(first.value, 2)
+        session.ring()
+        XCTAssertEqual(first.value, 3)
+        _ = session.openBackChannel(acknowledging: 1) { second.add() }
+        XCTAssertEqual(first.value, 4)
+        XCTAssertEqual(channel.poll(), .superseded)
+        session.ring()
+        XCTAssertEqual(first.value, 4)
+        XCTAssertEqual(second.value, 1)
+        session.end(.closed)
+        XCTAssertFalse(session.queue([WebChannelMessage(json: "{}")]))
+        XCTAssertEqual(second.value, 2)
+    }
+}
+
+private final class Counter: @unchecked Sendable {
+    private let lock = NSLock()
+    private var count = 0
+    var value: Int { lock.withLock { count } }
+    func add() { lock.withLock { count += 1 } }
 }
