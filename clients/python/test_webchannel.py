@@ -381,6 +381,43 @@ def test_a_streaming_back_channel_waits_out_the_switchs_latency_and_hears_its_st
         stop_server(proc)
 
 
+def test_sessions_of_one_shape_share_a_commits_answer_and_each_keeps_its_own_targets(server, db):
+    """A commit's answer is worked out once for sessions in the same state (docs/webchannel.md,
+    "Fan-out"); each session still hears only its own targets, under its own ids."""
+    def doc_changes(channel, n):
+        return [(m["documentChange"]["targetIds"], m["documentChange"]["document"]["name"].rsplit("/", 1)[1])
+                for m in channel.messages() if m.get("documentChange", {}).get("document", {}).get("fields", {}).get("n") == {"integerValue": str(n)}]
+
+    a, b, c, d = (Channel(server, "Listen", db) for _ in range(4))
+    a.open(doc_target(db, 2, "share/x"))
+    b.open(doc_target(db, 2, "share/x"))
+    c.open(doc_target(db, 4, "share/x"))
+    d.open(doc_target(db, 2, "share/x"), doc_target(db, 3, "share/y"))
+    for channel in (a, b, c, d):
+        wait_for(channel, consistent)
+    commit(server, db, update(db, "share/x", n=1))
+    for channel, expected in ((a, [([2], "x")]), (b, [([2], "x")]), (c, [([4], "x")]), (d, [([2], "x")])):
+        wait_for(channel, lambda ms: doc_changes(channel, 1))
+        assert doc_changes(channel, 1) == expected
+    tokens = {name: [m["targetChange"]["resumeToken"] for m in ch.messages() if "targetChange" in m and not m["targetChange"].get("targetIds")][-1]
+              for name, ch in (("a", a), ("b", b), ("c", c), ("d", d))}
+    assert len(set(tokens.values())) == 1
+    commit(server, db, update(db, "share/y", n=2))
+    wait_for(d, lambda ms: doc_changes(d, 2))
+    assert doc_changes(d, 2) == [([3], "y")]
+    # a changes its targets; b, in the old shape, goes on as before.
+    a.send({"database": db, "removeTarget": 2}, doc_target(db, 5, "share/y"))
+    wait_for(a, lambda ms: any(m.get("targetChange", {}).get("targetIds") == [5] and m["targetChange"].get("targetChangeType") == "CURRENT" for m in ms))
+    commit(server, db, update(db, "share/x", n=3), update(db, "share/y", n=3))
+    for channel, expected in ((a, [([5], "y")]), (b, [([2], "x")]), (c, [([4], "x")]), (d, [([2], "x"), ([3], "y")])):
+        wait_for(channel, lambda ms: len(doc_changes(channel, 3)) == len(expected))
+        assert doc_changes(channel, 3) == expected
+    # y at n=2 reached d by the commit and a by its new target's first snapshot; b and c never.
+    assert doc_changes(a, 2) == [([5], "y")] and doc_changes(b, 2) == doc_changes(c, 2) == []
+    for channel in (a, b, c, d):
+        assert channel.terminate().status_code == 200
+
+
 # ---- rules, the registry and the network switch ----
 
 def test_rules_deny_a_listen_target_in_band_and_the_stream_stays(db):

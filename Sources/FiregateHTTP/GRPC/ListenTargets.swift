@@ -181,6 +181,35 @@ struct ListenTargets {
 
     // MARK: commits
 
+    /// What a commit's answer depends on besides the commit, when the stream is in the common
+    /// state of a fan-out: only documents targets, none `once`, each caught up with the stream,
+    /// no snapshot pending and a read time not past the commit's. Streams of one shape get the
+    /// same answer to a commit, so it is worked out once (`apply(_:sharing:)`).
+    struct Shape: Hashable, Sendable {
+        let database: DatabaseID
+        let targets: [Int32: Set<ResourcePath>]
+    }
+
+    /// The stream's shape for `record`, or nil when its answer depends on more.
+    func shape(for record: CommitRecord) -> Shape? {
+        guard record.sequence > sequence, !snapshotPending, readTime <= record.commitTime, !targets.isEmpty else { return nil }
+        var shape: [Int32: Set<ResourcePath>] = [:]
+        for (id, target) in targets {
+            guard case .documents(let paths) = target.kind, target.sequence == sequence, !target.request.once else { return nil }
+            shape[id] = paths
+        }
+        return Shape(database: database.id, targets: shape)
+    }
+
+    /// Applies `record` with `answer`, what `apply(record)` answered a stream of the same
+    /// `shape(for: record)`: the state moves on as `apply` would move it.
+    mutating func apply(_ record: CommitRecord, sharing answer: [ListenResponse]) -> [ListenResponse] {
+        sequence = record.sequence
+        readTime = max(readTime, record.commitTime)
+        for id in targets.keys { targets[id]?.sequence = record.sequence }
+        return observed(answer)
+    }
+
     /// The responses one commit causes; commits already reflected by a target are skipped for it.
     mutating func apply(_ record: CommitRecord) -> [ListenResponse] {
         guard record.sequence > sequence else { return [] }

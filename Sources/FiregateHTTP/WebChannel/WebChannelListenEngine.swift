@@ -23,6 +23,7 @@ final class WebChannelListenEngine: Sendable {
     let session: WebChannelSession
     private let subscription: FeedSubscription
     private let texts: WebChannelTextCache
+    private let fanOut: WebChannelFanOut
     private let counted: ListenCount
     /// Ends the stream with a status (nil: the client's terminate); called once.
     private let finish: @Sendable (FiregateError?) -> Void
@@ -31,10 +32,11 @@ final class WebChannelListenEngine: Sendable {
     private let ring: @Sendable () -> Void
 
     init(session: WebChannelSession, database: DocumentDatabase, backend: Backend, bufferLimit: Int, caller: RulesCaller?,
-         timeline: TimelineRecorder?, counted: ListenCount, texts: WebChannelTextCache,
+         timeline: TimelineRecorder?, counted: ListenCount, texts: WebChannelTextCache, fanOut: WebChannelFanOut,
          finish: @escaping @Sendable (FiregateError?) -> Void) {
         self.session = session
         self.texts = texts
+        self.fanOut = fanOut
         self.counted = counted
         self.finish = finish
         ring = { [session] in session.ring() }
@@ -78,21 +80,16 @@ final class WebChannelListenEngine: Sendable {
                     if finished { ending = .cancelled("The stream was cancelled.") }
                     return
                 }
-                let out: [ListenResponse]
-                var sequence: Int64?
-                switch event {
-                case .commit(let record):
-                    out = state.targets.apply(record)
-                    sequence = record.sequence
-                case .overflow: out = state.targets.resynchronise()
-                // The rules changed: the targets are judged again.
-                case .heartbeat: out = state.targets.revocations()
-                case .closed(let error):
-                    ending = FiregateError(.unavailable, error.message)
-                    return
-                }
                 do {
-                    session.queue(try out.map { try text($0, committed: sequence, targets: state.targets) })
+                    switch event {
+                    case .commit(let record): session.queue(try answer(record, &state.targets))
+                    case .overflow: session.queue(try state.targets.resynchronise().map { try texts.text($0) })
+                    // The rules changed: the targets are judged again.
+                    case .heartbeat: session.queue(try state.targets.revocations().map { try texts.text($0) })
+                    case .closed(let error):
+                        ending = FiregateError(.unavailable, error.message)
+                        return
+                    }
                 } catch {
                     ending = ErrorResponse.normalize(error)
                     return
@@ -100,6 +97,23 @@ final class WebChannelListenEngine: Sendable {
             }
         }
         if let ending { end(ending) }
+    }
+
+    /// A commit's messages: taken from the session of the same shape that the commit reached
+    /// first, when there is one (the targets still move on and the timeline still hears them).
+    private func answer(_ record: CommitRecord, _ targets: inout ListenTargets) throws -> [WebChannelMessage] {
+        guard let shape = targets.shape(for: record) else {
+            return try targets.apply(record).map { try text($0, committed: record.sequence, targets: targets) }
+        }
+        let key = WebChannelFanOut.Key(sequence: record.sequence, shape: shape)
+        if let shared = fanOut.answer(key) {
+            _ = targets.apply(record, sharing: shared.responses)
+            return shared.texts
+        }
+        let responses = targets.apply(record)
+        let messages = try responses.map { try text($0, committed: record.sequence, targets: targets) }
+        fanOut.store(key, .init(responses: responses, texts: messages))
+        return messages
     }
 
     /// A response's text; a whole document's change from the commit at `sequence` is found by

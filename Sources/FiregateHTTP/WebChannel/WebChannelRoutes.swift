@@ -19,6 +19,7 @@ struct WebChannelRoutes: Sendable {
     let forwarding: OwnerForwarding?
     let sessions = WebChannelDirectory()
     let texts = WebChannelTextCache()
+    let fanOut = WebChannelFanOut()
 
     /// How often an idle back channel gets a `noop`, and what the handshake tells the client
     /// (it gives up on a silent back channel after 1.5 × the interval it was told).
@@ -80,7 +81,8 @@ struct WebChannelRoutes: Sendable {
             throw FiregateError.unavailable("The network is offline for \(database.name) (a Firegate network switch).")
         }
         let stream = WebChannelStream(kind: kind, session: session, database: database, entryID: entryID, registry: registry, backend: backend,
-                                      listenOptions: listenOptions, forwarding: forwarding, caller: caller, texts: texts)
+                                      listenOptions: listenOptions, forwarding: forwarding, caller: caller, texts: texts,
+                                      fanOut: fanOut)
         guard sessions.add(stream) else {
             stream.end(.resourceExhausted("Too many WebChannel sessions are open (\(WebChannelDirectory.limit))."))
             throw FiregateError.resourceExhausted("Too many WebChannel sessions are open (\(WebChannelDirectory.limit)); terminate unused channels.")

@@ -31,7 +31,7 @@ final class WebChannelStream: Sendable {
     /// its end ends the session (an error is sent in-band first, as the SDK reads errors).
     init(kind: Kind, session: WebChannelSession, database: DatabaseID, entryID: String?, registry: ConnectionRegistry,
          backend: Backend, listenOptions: ListenOptions, forwarding: OwnerForwarding?, caller: Result<RulesCaller?, FiregateError>,
-         texts: WebChannelTextCache) {
+         texts: WebChannelTextCache, fanOut: WebChannelFanOut) {
         self.kind = kind
         self.session = session
         self.database = database
@@ -46,7 +46,8 @@ final class WebChannelStream: Sendable {
         case .listen:
             let engine = WebChannelListenEngine(session: session, database: documents, backend: backend, bufferLimit: listenOptions.bufferLimit,
                                                 caller: (try? caller.get()) ?? nil, timeline: timeline,
-                                                counted: ListenCount(registry: registry, entryID: entryID), texts: texts, finish: finish)
+                                                counted: ListenCount(registry: registry, entryID: entryID), texts: texts, fanOut: fanOut,
+                                                finish: finish)
             self.engine = .listen(engine)
             if case .failure(let error) = caller { engine.end(error) }
         case .write:

@@ -1,0 +1,36 @@
+import FiregateWebChannel
+import Synchronization
+
+/// A commit's answer to the Listen sessions of one `ListenTargets.Shape` — a thousand pages on
+/// one document are one shape — worked out by the first session the commit reaches and taken
+/// by the others, which only move their targets on (docs/webchannel.md, "Fan-out").
+final class WebChannelFanOut: Sendable {
+    struct Key: Hashable, Sendable {
+        let sequence: Int64
+        let shape: ListenTargets.Shape
+    }
+
+    struct Answer: Sendable {
+        let responses: [ListenResponse]
+        let texts: [WebChannelMessage]
+    }
+
+    private let capacity: Int
+    private let answers = Mutex<[Key: Answer]>([:])
+
+    init(capacity: Int = 64) {
+        self.capacity = capacity
+    }
+
+    func answer(_ key: Key) -> Answer? {
+        answers.withLock { $0[key] }
+    }
+
+    func store(_ key: Key, _ answer: Answer) {
+        answers.withLock { answers in
+            // Commits move on: old answers are of no more use, so all go at once.
+            if answers.count >= capacity { answers.removeAll(keepingCapacity: true) }
+            answers[key] = answer
+        }
+    }
+}
