@@ -295,12 +295,12 @@ class StreamReader(threading.Thread):
     """Reads one streaming back-channel GET (CI=0) to its end in the background: its arrays go
     into the channel, with the time each chunk completed."""
 
-    def __init__(self, channel):
+    def __init__(self, channel, headers=None):
         super().__init__(daemon=True)
         self.channel = channel
         self.response = channel.http.get(channel.url, params=channel._query(RID="rpc", SID=channel.sid, AID=str(channel.last_array), CI="0",
                                                                             TYPE="xmlhttp", t="1"),
-                                         headers=channel._http_headers(post=False), stream=True, timeout=(5, 30))
+                                         headers={**channel._http_headers(post=False), **(headers or {})}, stream=True, timeout=(5, 30))
         self.received = []
         self.ended = None
         self.start()
@@ -329,24 +329,32 @@ def changed_to(n):
     return lambda ms: any(m.get("documentChange", {}).get("document", {}).get("fields") == {"n": {"integerValue": str(n)}} for m in ms)
 
 
-# A page's back channel (Origin) is served by the full HTTP/1.1 path; one without an Origin by
-# the connection's event loop (the fast path): both behave alike.
-@pytest.mark.parametrize("origin", [None, ORIGIN], ids=["event-loop", "full-path"])
-def test_a_streaming_back_channel_hears_commits_until_the_next_supersedes_it_and_its_session_ends(server, db, origin):
+# A streaming back channel is served on the connection's event loop (the fast path), a page's
+# (Origin) with the CORS headers; one the fast path leaves alone (here `Connection: close`) by
+# the full HTTP/1.1 path. All behave alike.
+PATHS = [(None, {}), (ORIGIN, {}), (ORIGIN, {"Connection": "close"})]
+PATH_IDS = ["event-loop", "event-loop-page", "full-path-page"]
+
+
+@pytest.mark.parametrize("origin,headers", PATHS, ids=PATH_IDS)
+def test_a_streaming_back_channel_hears_commits_until_the_next_supersedes_it_and_its_session_ends(server, db, origin, headers):
     commit(server, db, update(db, "rooms/s", n=1))
     channel = Channel(server, "Listen", db, origin=origin)
     assert channel.open(doc_target(db, 2, "rooms/s")).status_code == 200
     opened = time.time()
-    first = StreamReader(channel)
+    first = StreamReader(channel, headers)
     assert first.response.status_code == 200 and first.response.headers["Content-Type"].startswith("text/plain")
     assert first.response.headers.get("Access-Control-Allow-Origin") == origin
+    if origin:
+        assert first.response.headers["Access-Control-Allow-Credentials"] == "true"
+        assert "X-HTTP-Session-Id" in first.response.headers["Access-Control-Expose-Headers"]
     first.wait(consistent)
     assert first.received[0][0] - opened < 1.0
     commit(server, db, update(db, "rooms/s", n=2))
     first.wait(changed_to(2))
     assert first.ended is None
     # The client opens the next back channel: the first ends, the second goes on from there.
-    second = StreamReader(channel)
+    second = StreamReader(channel, headers)
     first.join(T)
     assert first.ended is not None
     commit(server, db, update(db, "rooms/s", n=3))
@@ -358,13 +366,13 @@ def test_a_streaming_back_channel_hears_commits_until_the_next_supersedes_it_and
     assert second.ended is not None
 
 
-@pytest.mark.parametrize("origin", [None, ORIGIN], ids=["event-loop", "full-path"])
-def test_a_streaming_back_channel_waits_out_the_switchs_latency_and_hears_its_stop(db, origin):
+@pytest.mark.parametrize("origin,headers", PATHS, ids=PATH_IDS)
+def test_a_streaming_back_channel_waits_out_the_switchs_latency_and_hears_its_stop(db, origin, headers):
     proc, base = start_server()
     try:
         channel = Channel(base, "Listen", db, headers=web_headers(app_id="1:1:web:stream"), origin=origin)
         channel.open(doc_target(db, 2, "lag/x"))
-        reader = StreamReader(channel)
+        reader = StreamReader(channel, headers)
         reader.wait(consistent)
         r = requests.put(f"{base}/emulator/v1/connections/network", json={"match": {"appId": "1:1:web:stream"}, "online": True, "latencyMs": 500},
                          timeout=T)

@@ -52,8 +52,9 @@ extension ConnectionFastPath {
             guard let webChannel = services.webChannel, let stream = webChannel.sessions.stream(id), stream.session.ending == nil else { return false }
             buffer.moveReaderIndex(forwardBy: request.length)
             unread = buffer.readableBytes > 0 ? buffer : nil
-            let source = WebChannelBackChannelSource(stream, acknowledged: acknowledged, registry: webChannel.registry, ticker: documents.ticker,
-                                                     loop: context.eventLoop)
+            let source = WebChannelBackChannelSource(stream, acknowledged: acknowledged, origin: request.origin, replica: services.replicaID,
+                                                     registry: webChannel.registry,
+                                                     ticker: documents.ticker, loop: context.eventLoop)
             listen(source, path: path, started: started, context: context)
         case .fullPath:
             return false

@@ -89,8 +89,9 @@ final class ConnectionFastPath: ChannelDuplexHandler, RemovableChannelHandler, E
             let target = String(decoding: buffer.getBytes(at: buffer.readerIndex + request.path.lowerBound, length: request.path.count) ?? [],
                                 as: UTF8.self)
             let query = request.query.flatMap { buffer.getString(at: buffer.readerIndex + $0.lowerBound, length: $0.count) }
-            let route = router.route(request.method, target: target, query: query, acceptsEventStream: request.acceptsEventStream,
+            var route = router.route(request.method, target: target, query: query, acceptsEventStream: request.acceptsEventStream,
                                      documentsLoaded: backend.documents.isLoaded, rulesActive: backend.rules.isActive)
+            if request.origin != nil, !route.answersPages { route = .fullPath }
             guard serve(route, request, in: &buffer, path: target, started: started, context: context) else { break }
         }
         guard machine.state == .serving, let rest = unread, rest.readableBytes > 0 else {

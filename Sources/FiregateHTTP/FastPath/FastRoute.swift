@@ -18,6 +18,12 @@ enum FastRoute: Equatable {
     /// A WebChannel session's streaming back channel (`TYPE=xmlhttp`, `CI=0`).
     case webChannelBackChannel(session: String, acknowledged: Int)
     case fullPath
+
+    /// Whether it answers a page's request (`Origin`) as the full path would, CORS headers
+    /// included; a page's other requests take the full path.
+    var answersPages: Bool {
+        if case .webChannelBackChannel = self { true } else { false }
+    }
 }
 
 /// The fast path's routing: a pure function of the request line and the few flags that change

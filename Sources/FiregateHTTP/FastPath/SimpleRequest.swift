@@ -6,9 +6,9 @@ import NIOCore
 /// it arrived), a target of visible ASCII, and no header that changes framing, the connection,
 /// the method or the kind of answer (`Transfer-Encoding`, a `Content-Length` on a GET, `Upgrade`,
 /// `Expect`, `X-HTTP-Method-Override`, `If-Match`, `If-None-Match`, `X-Firebase-ETag`,
-/// `Firegate-Forwarded-By`, `Firegate-Queued-Write`, `Origin`, a `Connection` other than `keep-alive`). Anything else is for the full HTTP/1.1 parser, so
-/// the check errs on the side of refusing. An `Accept` naming event streams and a
-/// `Last-Event-ID` (with its value) are noted, for the answer to decide.
+/// `Firegate-Forwarded-By`, `Firegate-Queued-Write`, a `Connection` other than `keep-alive`). Anything else is for the full HTTP/1.1 parser, so
+/// the check errs on the side of refusing. An `Accept` naming event streams, a
+/// `Last-Event-ID` and an `Origin` (with their values) are noted, for the answer to decide.
 struct SimpleRequest {
     enum Method { case get, post }
 
@@ -31,6 +31,9 @@ struct SimpleRequest {
     var resumes: Bool { lastEventID != nil }
     /// The `Authorization` header's value: who opens a stream, judged again if rules change.
     var authorization: String?
+    /// The `Origin` header's value: a page's request, answered here only by a route that writes
+    /// the CORS headers `CrossOrigin` would (`FastRoute.answersPages`).
+    var origin: String?
 
     enum Parse {
         case simple(SimpleRequest)
@@ -74,7 +77,7 @@ struct SimpleRequest {
             guard bytes[i + j] == version.utf8Start[j] else { return .notSimple }
         }
         i += version.utf8CodeUnitCount
-        var acceptsGzip = false, acceptsEventStream = false, lastEventID: String?, authorization: String?
+        var acceptsGzip = false, acceptsEventStream = false, lastEventID: String?, authorization: String?, origin: String?
         var contentLength: Int?
         // Header lines, up to the blank line.
         while true {
@@ -90,7 +93,7 @@ struct SimpleRequest {
                 guard count >= end + 2 + bodyLength else { return .incomplete }
                 return .simple(SimpleRequest(method: method, path: path, query: query, length: end + 2 + bodyLength, bodyLength: bodyLength,
                                              acceptsGzip: acceptsGzip, acceptsEventStream: acceptsEventStream, lastEventID: lastEventID,
-                                             authorization: authorization))
+                                             authorization: authorization, origin: origin))
             }
             let first = bytes[i]
             guard first != UInt8(ascii: " "), first != UInt8(ascii: "\t") else { return .notSimple }  // obsolete line folding
@@ -111,6 +114,9 @@ struct SimpleRequest {
             case .authorization:
                 guard authorization == nil else { return .notSimple }
                 authorization = value(bytes, colon + 1..<end)
+            case .origin:
+                guard origin == nil else { return .notSimple }
+                origin = value(bytes, colon + 1..<end)
             case .contentLength:
                 guard contentLength == nil, let length = decimal(bytes, colon + 1..<end), length <= maxBodyLength else { return .notSimple }
                 contentLength = length
@@ -139,14 +145,12 @@ struct SimpleRequest {
         return .incomplete
     }
 
-    private enum HeaderKind { case refused, acceptEncoding, connection, accept, lastEventID, authorization, contentLength, other }
+    private enum HeaderKind { case refused, acceptEncoding, connection, accept, lastEventID, authorization, contentLength, origin, other }
 
     /// A request between replicas goes to the full path too: it checks the cluster secret, marks
-    /// the answer with the log position and commits a queued write once. So does a page's
-    /// request (`Origin`): its answer carries the CORS headers `CrossOrigin` decides.
+    /// the answer with the log position and commits a queued write once.
     private static let refusedNames = ["transfer-encoding", "upgrade", "expect", "x-http-method-override",
-                                       "if-match", "if-none-match", "x-firebase-etag", "firegate-forwarded-by", "firegate-queued-write",
-                                       "origin"]
+                                       "if-match", "if-none-match", "x-firebase-etag", "firegate-forwarded-by", "firegate-queued-write"]
 
     private static func headerName(_ bytes: UnsafeRawBufferPointer, _ range: Range<Int>) -> HeaderKind {
         func equals(_ name: String) -> Bool {
@@ -160,6 +164,7 @@ struct SimpleRequest {
         if equals("last-event-id") { return .lastEventID }
         if equals("authorization") { return .authorization }
         if equals("content-length") { return .contentLength }
+        if equals("origin") { return .origin }
         return equals("accept-encoding") ? .acceptEncoding : .other
     }
 

@@ -31,13 +31,15 @@ final class WebChannelBackChannelSource: EventLoopStreamSource {
 
     /// Opens a back channel of `stream`'s session, superseding any other, after the client's
     /// acknowledgement `acknowledged`.
-    init(_ stream: WebChannelStream, acknowledged: Int, registry: ConnectionRegistry, ticker: KeepAliveTicker, loop: any EventLoop) {
+    init(_ stream: WebChannelStream, acknowledged: Int, origin: String?, replica: String?, registry: ConnectionRegistry, ticker: KeepAliveTicker,
+         loop: any EventLoop) {
         let wake = WakeSlot()
         self.stream = stream
         self.registry = registry
         self.ticker = ticker
         self.loop = loop
         self.wake = wake
+        headers = origin.map { WebChannelBackChannelSource.crossOriginHeaders($0, replica: replica != nil) } ?? WebChannelRoutes.headers
         let fire = { @Sendable in wake.fire() }
         self.fire = fire
         channel = stream.session.openBackChannel(acknowledging: acknowledged, wake: fire)
@@ -46,7 +48,19 @@ final class WebChannelBackChannelSource: EventLoopStreamSource {
     }
 
     var surface: Surface { .webchannel }
-    var headers: HTTPFields { WebChannelRoutes.headers }
+    let headers: HTTPFields
+
+    /// What `CrossOrigin` adds for a page (`Origin`) on the full path: the origin echoed, with
+    /// credentials, and the headers a page may read (`Firegate-Replica` when the stream's head
+    /// carries it).
+    static func crossOriginHeaders(_ origin: String, replica: Bool) -> HTTPFields {
+        var headers = WebChannelRoutes.headers
+        headers[.accessControlAllowOrigin] = origin
+        headers[.accessControlAllowCredentials] = "true"
+        headers[.vary] = "Origin"
+        headers[CrossOrigin.exposeHeaders] = (CrossOrigin.exposedHeaders + (replica ? ["Firegate-Replica"] : [])).joined(separator: ", ")
+        return headers
+    }
 
     func poll(wake eventLoopWake: @escaping @Sendable () -> Void) -> EventLoopStreamPoll {
         while true {

@@ -1,3 +1,4 @@
+import FiregateModel
 import FiregateWebChannel
 import Synchronization
 
@@ -5,8 +6,11 @@ import Synchronization
 /// one document are one shape — worked out by the first session the commit reaches and taken
 /// by the others, which only move their targets on (docs/webchannel.md, "Fan-out").
 final class WebChannelFanOut: Sendable {
+    /// A commit (its sequence, and its time: a sequence alone could come again after a shared
+    /// store's reset) and a shape.
     struct Key: Hashable, Sendable {
         let sequence: Int64
+        let commitTime: Timestamp
         let shape: ListenTargets.Shape
     }
 

@@ -48,21 +48,23 @@ final class WebChannelListenEngine: Sendable {
     }
 
     /// Answers the client's requests, in order; the first bad one ends the stream with its error.
+    /// The answers are queued before the lock is let go, so no commit's answer overtakes them.
     func handle(_ requests: [Google_Firestore_V1_ListenRequest]) {
-        let outcome = state.withLock { state -> (texts: [WebChannelMessage], count: Int, error: FiregateError?)? in
+        let outcome = state.withLock { state -> (count: Int, error: FiregateError?)? in
             guard !state.ended else { return nil }
             var out: [WebChannelMessage] = []
+            var failure: FiregateError?
             do {
                 for request in requests {
                     for response in try state.targets.handle(request) { out.append(try texts.text(response)) }
                 }
-                return (out, state.targets.count, nil)
             } catch {
-                return (out, state.targets.count, ErrorResponse.normalize(error))
+                failure = ErrorResponse.normalize(error)
             }
+            session.queue(out)
+            return (state.targets.count, failure)
         }
         guard let outcome else { return }
-        session.queue(outcome.texts)
         counted.set(outcome.count)
         if let error = outcome.error { end(error) }
     }
@@ -103,27 +105,27 @@ final class WebChannelListenEngine: Sendable {
     /// first, when there is one (the targets still move on and the timeline still hears them).
     private func answer(_ record: CommitRecord, _ targets: inout ListenTargets) throws -> [WebChannelMessage] {
         guard let shape = targets.shape(for: record) else {
-            return try targets.apply(record).map { try text($0, committed: record.sequence, targets: targets) }
+            return try targets.apply(record).map { try text($0, committed: record, targets: targets) }
         }
-        let key = WebChannelFanOut.Key(sequence: record.sequence, shape: shape)
+        let key = WebChannelFanOut.Key(sequence: record.sequence, commitTime: record.commitTime, shape: shape)
         if let shared = fanOut.answer(key) {
             _ = targets.apply(record, sharing: shared.responses)
             return shared.texts
         }
         let responses = targets.apply(record)
-        let messages = try responses.map { try text($0, committed: record.sequence, targets: targets) }
+        let messages = try responses.map { try text($0, committed: record, targets: targets) }
         fanOut.store(key, .init(responses: responses, texts: messages))
         return messages
     }
 
-    /// A response's text; a whole document's change from the commit at `sequence` is found by
+    /// A response's text; a whole document's change from `record` is found by
     /// what determines it (the document's version at that commit, the target id) instead of by
     /// its encoding, which costs a fan-out more than the rest of its step.
-    private func text(_ response: ListenResponse, committed sequence: Int64?, targets: ListenTargets) throws -> WebChannelMessage {
-        if let sequence, case .documentChange(let change)? = response.responseType, change.targetIds.count == 1, change.removedTargetIds.isEmpty,
+    private func text(_ response: ListenResponse, committed record: CommitRecord, targets: ListenTargets) throws -> WebChannelMessage {
+        if case .documentChange(let change)? = response.responseType, change.targetIds.count == 1, change.removedTargetIds.isEmpty,
            targets.sendsWholeDocuments(change.targetIds[0]) {
-            return try texts.text(response, key: .init(database: targets.database.id, sequence: sequence, name: change.document.name,
-                                                       target: change.targetIds[0]))
+            return try texts.text(response, key: .init(database: targets.database.id, sequence: record.sequence, commitTime: record.commitTime,
+                                                       name: change.document.name, target: change.targetIds[0]))
         }
         return try texts.text(response)
     }

@@ -184,10 +184,11 @@ final class ListenCount: Sendable {
 /// change from a commit is found without encoding, by its `CommittedChangeKey`.
 final class WebChannelTextCache: Sendable {
     /// What determines a whole document's change message: the document's version at a commit
-    /// of a database, and the target it is sent for.
+    /// of a database (its sequence and time), and the target it is sent for.
     struct CommittedChangeKey: Hashable, Sendable {
         let database: DatabaseID
         let sequence: Int64
+        let commitTime: Timestamp
         let name: String
         let target: Int32
     }
