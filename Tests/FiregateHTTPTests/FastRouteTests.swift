@@ -1,4 +1,5 @@
 import FiregateModel
+import NIOCore
 import XCTest
 
 @testable import FiregateHTTP
@@ -40,6 +41,30 @@ final class FastRouteTests: XCTestCase {
         XCTAssertEqual(route("/scores.json", query: "orderBy=%22points%22"), .fullPath)
         XCTAssertEqual(route("/scores/alice.json", rules: true), .fullPath, "tree reads under rules are judged by the full path")
         XCTAssertEqual(route("/healthz"), .fullPath)
+    }
+
+    func testAWebChannelStreamingBackChannelIsTheOnlyChannelRequestTakenAndTheOnlyPageRequest() {
+        let listen = "/google.firestore.v1.Firestore/Listen/channel", write = "/google.firestore.v1.Firestore/Write/channel"
+        let streaming = "VER=8&database=projects%2Fp%2Fdatabases%2F(default)&RID=rpc&SID=abc&AID=7&CI=0&TYPE=xmlhttp&t=1"
+        XCTAssertEqual(route(listen, query: streaming), .webChannelBackChannel(session: "abc", acknowledged: 7))
+        XCTAssertEqual(route(write, query: streaming), .webChannelBackChannel(session: "abc", acknowledged: 7))
+        XCTAssertEqual(route(listen, query: streaming, rules: true), .webChannelBackChannel(session: "abc", acknowledged: 7),
+                       "rules judge the session's targets, not its back channel")
+        XCTAssertEqual(route(listen, query: streaming.replacingOccurrences(of: "CI=0", with: "CI=1")), .fullPath, "a long poll")
+        XCTAssertEqual(route(listen, method: .post, query: "VER=8&SID=abc&RID=3&AID=0"), .fullPath, "the forward channel")
+        XCTAssertEqual(route(listen, query: streaming.replacingOccurrences(of: "VER=8", with: "VER=7")), .fullPath, "its error is the full path's")
+        XCTAssertEqual(route(listen, query: "VER=8&RID=rpc&CI=0&TYPE=xmlhttp"), .fullPath, "no session")
+        XCTAssertEqual(route("/google.firestore.v1.Firestore/Commit/channel", query: streaming), .fullPath)
+        XCTAssertTrue(FastRoute.webChannelBackChannel(session: "abc", acknowledged: 7).answersPages)
+        XCTAssertFalse(route("\(root)/c/d").answersPages, "a page's document GET gets its CORS headers on the full path")
+    }
+
+    func testAnOriginIsNotedForTheRouteToDecide() {
+        let head = "GET /a.json HTTP/1.1\r\nHost: x\r\nOrigin: http://localhost:3000\r\n\r\n"
+        guard case .simple(let request) = SimpleRequest.parse(ByteBuffer(string: head)) else { return XCTFail("not simple") }
+        XCTAssertEqual(request.origin, "http://localhost:3000")
+        let twice = "GET /a.json HTTP/1.1\r\nOrigin: http://a\r\nOrigin: http://b\r\n\r\n"
+        guard case .notSimple = SimpleRequest.parse(ByteBuffer(string: twice)) else { return XCTFail("two origins are the full path's") }
     }
 
     func testARepeatedTargetRoutesAsTheFirstTime() {
