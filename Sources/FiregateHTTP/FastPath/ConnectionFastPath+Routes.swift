@@ -54,7 +54,7 @@ extension ConnectionFastPath {
             unread = buffer.readableBytes > 0 ? buffer : nil
             let source = WebChannelBackChannelSource(stream, acknowledged: acknowledged, origin: request.origin, replica: services.replicaID,
                                                      registry: webChannel.registry,
-                                                     ticker: documents.ticker, loop: context.eventLoop)
+                                                     ticker: webChannel.ticker, loop: context.eventLoop)
             listen(source, path: path, started: started, context: context)
         case .fullPath:
             return false

@@ -25,6 +25,10 @@ struct WebChannelRoutes: Sendable {
     /// (it gives up on a silent back channel after 1.5 × the interval it was told).
     static let keepAlive: Duration = .seconds(20)
     static let announcedKeepAliveMilliseconds = 30_000
+    /// Wakes back channels served on an event loop to look whether they owe a keep-alive: a
+    /// quarter of `keepAlive`, so none is quiet for much longer than it (whatever the SSE
+    /// streams' interval is set to).
+    let ticker = KeepAliveTicker(seconds: 5)
 
     func respond(to request: Request, context: some RequestContext) async -> Response {
         do {
