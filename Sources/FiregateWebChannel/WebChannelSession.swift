@@ -130,13 +130,16 @@ public final class WebChannelSession: Sendable {
 
     /// Queues Firestore messages now, room or not (the caller looked at `hasRoom`); false once
     /// the session ended.
+    /// `sparing`: a back channel about to look, not rung when it is the one reading (it would
+    /// only look twice).
     @discardableResult
-    public func queue(_ messages: [WebChannelMessage]) -> Bool {
+    public func queue(_ messages: [WebChannelMessage], sparing reader: WebChannelBackChannel? = nil) -> Bool {
         guard !messages.isEmpty else { return state.withLock { $0.ending == nil } }
         let (queued, bell) = state.withLock { state -> (Bool, WebChannelBell?) in
             guard state.ending == nil else { return (false, nil) }
             for message in messages { state.outbox.append(message.payload, length: message.length) }
-            return (true, state.backChannel?.bell)
+            guard let backChannel = state.backChannel, backChannel.generation != reader?.generation else { return (true, nil) }
+            return (true, backChannel.bell)
         }
         bell?.ring()
         return queued
@@ -272,6 +275,9 @@ public struct WebChannelBackChannel: Sendable {
         written = id
         session.wrote(generation, through: id)
     }
+
+    /// Whether arrays after the last one written wait to be read.
+    public var hasMore: Bool { session.hasArrays(after: written) }
 
     /// Queues a keep-alive (it takes an id like any array).
     public func keepAlive() { session.appendNoop(generation) }

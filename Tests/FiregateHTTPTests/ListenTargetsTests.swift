@@ -109,4 +109,64 @@ final class ListenTargetsTests: XCTestCase {
         target.targetID = 5
         XCTAssertEqual(kinds(try targets.handle(add(target))), ["add[5]", "reset[5]", "change b", "filter 1", "current[5]", "noChange[]"])
     }
+
+    func documentsTarget(_ id: Int32, _ paths: [String]) -> Google_Firestore_V1_Target {
+        var target = Google_Firestore_V1_Target()
+        target.targetID = id
+        target.documents.documents = paths.map { "\(testDB.documentsRoot)/\($0)" }
+        return target
+    }
+
+    /// Streams of one shape share a commit's answer: the shape follows what the targets are
+    /// (ids and documents), and a stream moved on by a shared answer answers the next commit as
+    /// one that worked it out itself.
+    func testTheShapeFollowsTheTargetsAndASharedAnswerMovesAStreamOnAsItsOwnWould() async throws {
+        let backend = try await Backend.inMemory()
+        let database = backend.documents.database(testDB)
+        _ = try await database.commit([setWrite("c/a", ["n": .integer(1)])])
+        let subscription = database.feed.subscribe(bufferLimit: 100)
+        var first = ListenTargets(database: database, startingAfter: subscription.startsAfter)
+        var second = first
+        _ = try first.handle(add(documentsTarget(2, ["c/a"])))
+        _ = try second.handle(add(documentsTarget(2, ["c/a"])))
+
+        _ = try await database.commit([setWrite("c/a", ["n": .integer(2)])])
+        guard case .commit(let record)? = await subscription.next() else { return XCTFail("no commit") }
+        let shape = try XCTUnwrap(first.shape(for: record))
+        XCTAssertEqual(second.shape(for: record), shape)
+        let answer = first.apply(record)
+        XCTAssertEqual(kinds(answer), ["change a", "noChange[]"])
+        second.apply(record, sharing: ListenTimeline.Steps(answer))
+        XCTAssertNil(first.shape(for: record), "a commit already applied is not shared again")
+
+        _ = try await database.commit([setWrite("c/a", ["n": .integer(3)])])
+        guard case .commit(let next)? = await subscription.next() else { return XCTFail("no commit") }
+        XCTAssertEqual(first.shape(for: next), second.shape(for: next))
+        XCTAssertEqual(first.apply(next), second.apply(next), "the shared answer moved the second stream on as its own would")
+
+        _ = try await database.commit([setWrite("c/a", ["n": .integer(4)])])
+        guard case .commit(let third)? = await subscription.next() else { return XCTFail("no commit") }
+        let before = try XCTUnwrap(first.shape(for: third))
+        _ = try first.handle(add(documentsTarget(3, ["c/b"])))
+        XCTAssertNil(first.shape(for: third), "a target added since reflects a commit the stream has not applied yet")
+        _ = first.apply(third)
+        _ = try first.handle(Google_Firestore_V1_ListenRequest.with { $0.database = testDB.name; $0.removeTarget = 3 })
+        _ = try await database.commit([setWrite("c/a", ["n": .integer(5)])])
+        guard case .commit(let fourth)? = await subscription.next() else { return XCTFail("no commit") }
+        XCTAssertEqual(first.shape(for: fourth), before, "the same targets again: the same shape")
+        _ = try first.handle(add(queryTarget(4)))
+        _ = first.apply(fourth)
+        _ = try await database.commit([setWrite("c/a", ["n": .integer(6)])])
+        guard case .commit(let fifth)? = await subscription.next() else { return XCTFail("no commit") }
+        XCTAssertNil(first.shape(for: fifth), "a query target is not shared")
+        subscription.cancel()
+    }
+
+    func testTheTimelineNamesDocumentsByTheirPathUnderTheDatabase() {
+        XCTAssertEqual(ListenTimeline.path("projects/p/databases/(default)/documents/cities/SF"), "cities/SF")
+        XCTAssertEqual(ListenTimeline.path("projects/p/databases/d/documents/é/ü/documents/x"), "é/ü/documents/x")
+        XCTAssertEqual(ListenTimeline.path("no/marker/here"), "no/marker/here")
+        XCTAssertEqual(ListenTimeline.path("/documents/"), "")
+        XCTAssertEqual(ListenTimeline.path(""), "")
+    }
 }

@@ -49,12 +49,16 @@ extension TimelineRecorder {
     /// `TimelineEvent.listedChanges` of them.
     public func snapshot(_ listener: String, fromCache: Bool?, hasPendingWrites: Bool?, documents: Int?, changes: Int, changed: [TimelineChange],
                          extra: [(String, JSON)] = []) {
-        var fields: [(String, JSON)] = [("listener", .string(listener))]
+        // Built in one array: a commit fanned out to many listeners records this for each.
+        var fields: [(String, JSON)] = []
+        fields.reserveCapacity(5 + extra.count)
+        fields.append(("listener", .string(listener)))
         if let fromCache { fields.append(("fromCache", .bool(fromCache))) }
         if let hasPendingWrites { fields.append(("hasPendingWrites", .bool(hasPendingWrites))) }
         if let documents { fields.append(("documents", .int(Int64(documents)))) }
         fields.append(("changes", .int(Int64(changes))))
-        record(.snapshot, fields + extra, changed: Array(changed.prefix(TimelineEvent.listedChanges)))
+        fields += extra
+        record(.snapshot, fields, changed: changed.count > TimelineEvent.listedChanges ? Array(changed.prefix(TimelineEvent.listedChanges)) : changed)
     }
 
     public func onDisconnect(registered: Bool, path: String, op: String) {

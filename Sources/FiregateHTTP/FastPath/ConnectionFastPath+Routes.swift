@@ -54,7 +54,7 @@ extension ConnectionFastPath {
             unread = buffer.readableBytes > 0 ? buffer : nil
             let source = WebChannelBackChannelSource(stream, acknowledged: acknowledged, origin: request.origin, replica: services.replicaID,
                                                      registry: webChannel.registry,
-                                                     ticker: webChannel.ticker, loop: context.eventLoop)
+                                                     ticker: webChannel.ticker, chunks: webChannel.chunks, loop: context.eventLoop)
             listen(source, path: path, started: started, context: context)
         case .fullPath:
             return false

@@ -25,7 +25,12 @@ protocol EventLoopStreamOwner: AnyObject {
 }
 
 enum EventLoopStreamPoll {
-    case frames([ByteBuffer])
+    /// Frames to write, each as one chunk. `waiting`: the source holds nothing more and armed
+    /// its wake-up already, so the stream does not look again.
+    case frames([ByteBuffer], waiting: Bool = false)
+    /// Chunks already in HTTP's chunked coding (`EventLoopStream.chunk`), which many streams
+    /// may write from one buffer.
+    case chunks([ByteBuffer], waiting: Bool)
     case waiting
     case ended(last: ByteBuffer?)
 }
@@ -101,9 +106,14 @@ final class EventLoopStream {
                 }
             }
             switch poll {
-            case .frames(let frames):
+            case .frames(let frames, let waiting):
                 for frame in frames { writeChunk(frame, context: context) }
                 wrote = wrote || !frames.isEmpty
+                if waiting { return }
+            case .chunks(let chunks, let waiting):
+                for chunk in chunks { context.write(NIOAny(chunk), promise: nil) }
+                wrote = wrote || !chunks.isEmpty
+                if waiting { return }
             case .waiting:
                 return
             case .ended(let last):
@@ -151,11 +161,17 @@ final class EventLoopStream {
     /// One write per chunk (size line, frame, CRLF in one buffer): a fan-out writes a chunk to
     /// each of many channels, and each write passes the pipeline.
     private func writeChunk(_ frame: ByteBuffer, context: ChannelHandlerContext) {
-        var chunk = context.channel.allocator.buffer(capacity: frame.readableBytes + 12)
+        context.write(NIOAny(EventLoopStream.chunk(frame)), promise: nil)
+    }
+
+    /// `frame` as one chunk of HTTP's chunked coding: size line, frame, CRLF in one buffer.
+    static func chunk(_ frame: ByteBuffer) -> ByteBuffer {
+        var chunk = ByteBuffer()
+        chunk.reserveCapacity(frame.readableBytes + 12)
         chunk.writeString(String(frame.readableBytes, radix: 16))
         chunk.writeStaticString("\r\n")
         chunk.writeImmutableBuffer(frame)
         chunk.writeStaticString("\r\n")
-        context.write(NIOAny(chunk), promise: nil)
+        return chunk
     }
 }

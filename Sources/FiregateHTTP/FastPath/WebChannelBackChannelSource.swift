@@ -19,6 +19,7 @@ final class WebChannelBackChannelSource: EventLoopStreamSource {
     private let ticker: KeepAliveTicker
     private let beat: KeepAliveTicker.Registration
     private let wake: WakeSlot
+    private let chunks: WebChannelChunkCache
     /// Fires the slot: what the session (for itself and the feed), the ticker and the latency
     /// timer call.
     private let fire: @Sendable () -> Void
@@ -32,9 +33,10 @@ final class WebChannelBackChannelSource: EventLoopStreamSource {
     /// Opens a back channel of `stream`'s session, superseding any other, after the client's
     /// acknowledgement `acknowledged`.
     init(_ stream: WebChannelStream, acknowledged: Int, origin: String?, replica: String?, registry: ConnectionRegistry, ticker: KeepAliveTicker,
-         loop: any EventLoop) {
+         chunks: WebChannelChunkCache, loop: any EventLoop) {
         let wake = WakeSlot()
         self.stream = stream
+        self.chunks = chunks
         self.registry = registry
         self.ticker = ticker
         self.loop = loop
@@ -66,19 +68,22 @@ final class WebChannelBackChannelSource: EventLoopStreamSource {
         while true {
             // This look covers whatever rang before it.
             wake.clearPending()
-            stream.pump()
+            stream.pump(for: channel)
             switch channel.poll() {
             case .arrays(let arrays):
                 if let held = holdForLatency(eventLoopWake) { return held }
-                let (frame, length) = WebChannelBackChannelWriter.chunk(arrays)
+                let chunk = chunks.chunk(arrays)
                 channel.wrote(through: arrays.last!.id)
                 opened = true
-                written += length
+                written += chunk.length
                 lastWrite = .now
                 if written >= WebChannelBackChannelWriter.recycleCharacters || lastWrite - started >= WebChannelBackChannelWriter.recycleAfter {
-                    return .ended(last: frame)
+                    return .ended(last: WebChannelBackChannelWriter.chunk(arrays).frame)
                 }
-                return .frames([frame])
+                // All written and nothing rang since this look began: wait now rather than
+                // look again (a fan-out's second look was a fifth of its step).
+                let waiting = !channel.hasMore && wake.arm(eventLoopWake)
+                return .chunks([chunk.bytes], waiting: waiting)
             case .nothing:
                 // The first bytes go at once: a silent back channel looks like a buffering proxy.
                 if opened && ContinuousClock.now - lastWrite < WebChannelRoutes.keepAlive {

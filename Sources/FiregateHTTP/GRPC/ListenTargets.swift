@@ -13,6 +13,10 @@ typealias ListenResponse = Google_Firestore_V1_ListenResponse
 struct ListenTargets {
     let database: DocumentDatabase
     private var targets: [Int32: Target] = [:]
+    /// `shape(for:)`'s targets part, worked out once while the targets stay the same ones (the
+    /// outer nil: not worked out; the inner: not shareable). Whatever adds, removes or replaces a
+    /// target sets it to nil; a commit only moves targets on.
+    private var shapeMemo: Shape??
     /// The newest commit the stream has processed, and its time.
     private(set) var sequence: Int64
     private var readTime: Timestamp
@@ -76,6 +80,7 @@ struct ListenTargets {
         case .addTarget(let target)?: return add(target)
         case .removeTarget(let id)?:
             targets[id] = nil
+            shapeMemo = nil
             return [ListenTargets.targetChange(.remove, [id])]
         case nil: throw .invalidArgument("A ListenRequest needs add_target or remove_target.")
         }
@@ -160,6 +165,7 @@ struct ListenTargets {
         current.targetChange.readTime = start.readTime.proto
         responses.append(current)
         targets[id] = target
+        shapeMemo = nil
         timeline?.recorder.listenOpened(String(id), target: ListenTargets.describe(request))
         readTime = max(readTime, start.readTime)
         snapshotPending = true
@@ -188,26 +194,54 @@ struct ListenTargets {
     struct Shape: Hashable, Sendable {
         let database: DatabaseID
         let targets: [Int32: Set<ResourcePath>]
+        /// Hashed once: a fan-out looks the shape up for every stream.
+        private let hash: Int
+
+        init(database: DatabaseID, targets: [Int32: Set<ResourcePath>]) {
+            self.database = database
+            self.targets = targets
+            var hasher = Hasher()
+            hasher.combine(database)
+            hasher.combine(targets)
+            hash = hasher.finalize()
+        }
+
+        static func == (a: Shape, b: Shape) -> Bool { a.hash == b.hash && a.database == b.database && a.targets == b.targets }
+
+        func hash(into hasher: inout Hasher) { hasher.combine(hash) }
     }
 
     /// The stream's shape for `record`, or nil when its answer depends on more.
-    func shape(for record: CommitRecord) -> Shape? {
-        guard record.sequence > sequence, !snapshotPending, readTime <= record.commitTime, !targets.isEmpty else { return nil }
-        var shape: [Int32: Set<ResourcePath>] = [:]
+    mutating func shape(for record: CommitRecord) -> Shape? {
+        guard record.sequence > sequence, !snapshotPending, readTime <= record.commitTime, !targets.isEmpty,
+              targets.values.allSatisfy({ $0.sequence == sequence }) else { return nil }
+        if let memo = shapeMemo { return memo }
+        var shape: [Int32: Set<ResourcePath>]? = [:]
         for (id, target) in targets {
-            guard case .documents(let paths) = target.kind, target.sequence == sequence, !target.request.once else { return nil }
-            shape[id] = paths
+            guard case .documents(let paths) = target.kind, !target.request.once else {
+                shape = nil
+                break
+            }
+            shape?[id] = paths
         }
-        return Shape(database: database.id, targets: shape)
+        let memo = shape.map { Shape(database: database.id, targets: $0) }
+        shapeMemo = .some(memo)
+        return memo
     }
 
-    /// Applies `record` with `answer`, what `apply(record)` answered a stream of the same
-    /// `shape(for: record)`: the state moves on as `apply` would move it.
-    mutating func apply(_ record: CommitRecord, sharing answer: [ListenResponse]) -> [ListenResponse] {
+    /// Applies `record` when a stream of the same `shape(for: record)` was answered already:
+    /// the state moves on as `apply` would move it, and the timeline hears `steps`, what that
+    /// answer told it.
+    mutating func apply(_ record: CommitRecord, sharing steps: ListenTimeline.Steps) {
         sequence = record.sequence
         readTime = max(readTime, record.commitTime)
-        for id in targets.keys { targets[id]?.sequence = record.sequence }
-        return observed(answer)
+        // By index: iterating `keys` would hold the storage and copy it at the first write.
+        var index = targets.values.startIndex
+        while index != targets.values.endIndex {
+            targets.values[index].sequence = record.sequence
+            targets.values.formIndex(after: &index)
+        }
+        timeline?.observe(steps)
     }
 
     /// The responses one commit causes; commits already reflected by a target are skipped for it.
@@ -250,6 +284,7 @@ struct ListenTargets {
                     }
                 }
             }
+            // The same target moved on (a documents target stays one): `shapeMemo` holds.
             targets[id] = target
         }
         if !responses.isEmpty { snapshotPending = true }
@@ -275,6 +310,7 @@ struct ListenTargets {
                 }
             } catch {
                 targets[id] = nil
+                shapeMemo = nil
                 responses.append(ListenTargets.removed(id, error))
             }
         }
@@ -286,6 +322,7 @@ struct ListenTargets {
         var responses: [ListenResponse] = []
         let previous = targets
         targets = [:]
+        shapeMemo = nil
         for (id, target) in previous.sorted(by: { $0.key < $1.key }) {
             var request = target.request
             request.targetID = id
@@ -310,6 +347,7 @@ struct ListenTargets {
         // `once` targets end after their first consistent snapshot.
         for (id, target) in targets.sorted(by: { $0.key < $1.key }) where target.request.once {
             targets[id] = nil
+            shapeMemo = nil
             responses.append(ListenTargets.targetChange(.remove, [id]))
         }
         return responses

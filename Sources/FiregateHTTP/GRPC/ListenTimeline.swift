@@ -15,44 +15,71 @@ struct ListenTimeline {
         self.recorder = recorder
     }
 
-    mutating func observe(_ responses: [ListenResponse]) {
-        for response in responses {
-            switch response.responseType {
-            case .targetChange(let change)?:
-                switch change.targetChangeType {
-                case .remove:
-                    for id in change.targetIds {
-                        recorder.listenClosed(String(id), reason: change.hasCause ? change.cause.message : nil)
+    /// What a sequence of responses tells the timeline, worked out once: a commit's answer
+    /// shared by many streams is told to each of their timelines (docs/webchannel.md, "Fan-out").
+    struct Steps: Sendable {
+        fileprivate enum Step: Sendable {
+            case closed(String, reason: String?)
+            case snapshot
+            case noted(TimelineChange)
+        }
+
+        fileprivate var steps: [Step] = []
+
+        init(_ responses: [ListenResponse]) {
+            for response in responses {
+                switch response.responseType {
+                case .targetChange(let change)?:
+                    switch change.targetChangeType {
+                    case .remove:
+                        for id in change.targetIds { steps.append(.closed(String(id), reason: change.hasCause ? change.cause.message : nil)) }
+                    case .noChange where change.targetIds.isEmpty: steps.append(.snapshot)
+                    default: break
                     }
-                case .noChange where change.targetIds.isEmpty:
-                    recorder.snapshot("stream", fromCache: false, hasPendingWrites: nil, documents: nil, changes: changes, changed: changed)
-                    changes = 0
-                    changed = []
-                default:
-                    break
+                case .documentChange(let change)?: steps.append(.noted(TimelineChange("changed", ListenTimeline.path(change.document.name))))
+                case .documentDelete(let delete)?: steps.append(.noted(TimelineChange("removed", ListenTimeline.path(delete.document))))
+                case .documentRemove(let remove)?: steps.append(.noted(TimelineChange("removed", ListenTimeline.path(remove.document))))
+                default: break
                 }
-            case .documentChange(let change)?: note("changed", change.document.name)
-            case .documentDelete(let delete)?: note("removed", delete.document)
-            case .documentRemove(let remove)?: note("removed", remove.document)
-            default: break
             }
         }
     }
 
-    /// Counts a changed document; the first ones are listed.
-    private mutating func note(_ type: String, _ name: String) {
-        changes += 1
-        if changed.count < TimelineEvent.listedChanges { changed.append(TimelineChange(type, ListenTimeline.path(name))) }
+    mutating func observe(_ responses: [ListenResponse]) {
+        observe(Steps(responses))
+    }
+
+    mutating func observe(_ steps: Steps) {
+        for step in steps.steps {
+            switch step {
+            case .closed(let id, let reason): recorder.listenClosed(id, reason: reason)
+            case .snapshot:
+                recorder.snapshot("stream", fromCache: false, hasPendingWrites: nil, documents: nil, changes: changes, changed: changed)
+                changes = 0
+                changed = []
+            case .noted(let change):
+                // Counted; the first ones are listed.
+                changes += 1
+                if changed.count < TimelineEvent.listedChanges { changed.append(change) }
+            }
+        }
     }
 
     /// `cities/SF` of `projects/p/databases/d/documents/cities/SF`.
     static func path(_ name: String) -> String {
-        // A byte search: Foundation's `range(of:)` cost a fan-out more than the rest of the step.
-        let bytes = Array(name.utf8), marker = Array("/documents/".utf8)
-        guard bytes.count >= marker.count else { return name }
-        for start in 0...(bytes.count - marker.count) where bytes[start] == marker[0] && bytes[start..<start + marker.count].elementsEqual(marker) {
-            return String(decoding: bytes[(start + marker.count)...], as: UTF8.self)
-        }
-        return name
+        // A byte search in place: Foundation's `range(of:)` cost a fan-out more than the rest of
+        // the step, and a copy of the bytes for each document change was most of what was left.
+        var name = name
+        name.makeContiguousUTF8()
+        let marker: StaticString = "/documents/"
+        let markerBytes = UnsafeBufferPointer(start: marker.utf8Start, count: marker.utf8CodeUnitCount)
+        return name.utf8.withContiguousStorageIfAvailable { bytes -> String? in
+            guard bytes.count >= markerBytes.count else { return nil }
+            for start in 0...(bytes.count - markerBytes.count)
+            where bytes[start] == markerBytes[0] && UnsafeBufferPointer(rebasing: bytes[start..<start + markerBytes.count]).elementsEqual(markerBytes) {
+                return String(decoding: UnsafeBufferPointer(rebasing: bytes[(start + markerBytes.count)...]), as: UTF8.self)
+            }
+            return nil
+        }.flatMap { $0 } ?? name
     }
 }

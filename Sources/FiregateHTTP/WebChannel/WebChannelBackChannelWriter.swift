@@ -35,7 +35,7 @@ struct WebChannelBackChannelWriter: Sendable {
         var wakeups = channel.wakeups.makeAsyncIterator()
         let stream = self.stream
         func poll() -> WebChannelSession.Poll {
-            stream.pump()
+            stream.pump(for: channel)
             return channel.poll()
         }
         do {

@@ -15,7 +15,8 @@ final class WebChannelFanOut: Sendable {
     }
 
     struct Answer: Sendable {
-        let responses: [ListenResponse]
+        /// What the answer tells a stream's timeline.
+        let steps: ListenTimeline.Steps
         let texts: [WebChannelMessage]
     }
 

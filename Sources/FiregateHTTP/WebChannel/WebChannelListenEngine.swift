@@ -71,8 +71,9 @@ final class WebChannelListenEngine: Sendable {
 
     /// Takes the commits waiting in the feed into the session while the client has room; when
     /// more arrive, the feed rings the session's back channel — the one reading then, not the
-    /// one that pumped (it may be superseded meanwhile).
-    func pump() {
+    /// one that pumped (it may be superseded meanwhile). `reader`, the back channel about to
+    /// look, is not rung for what it takes in itself.
+    func pump(for reader: WebChannelBackChannel? = nil) {
         var ending: FiregateError?
         state.withLock { state in
             guard !state.ended else { return }
@@ -83,15 +84,17 @@ final class WebChannelListenEngine: Sendable {
                     return
                 }
                 do {
+                    let messages: [WebChannelMessage]
                     switch event {
-                    case .commit(let record): session.queue(try answer(record, &state.targets))
-                    case .overflow: session.queue(try state.targets.resynchronise().map { try texts.text($0) })
+                    case .commit(let record): messages = try answer(record, &state.targets)
+                    case .overflow: messages = try state.targets.resynchronise().map { try texts.text($0) }
                     // The rules changed: the targets are judged again.
-                    case .heartbeat: session.queue(try state.targets.revocations().map { try texts.text($0) })
+                    case .heartbeat: messages = try state.targets.revocations().map { try texts.text($0) }
                     case .closed(let error):
                         ending = FiregateError(.unavailable, error.message)
                         return
                     }
+                    session.queue(messages, sparing: reader)
                 } catch {
                     ending = ErrorResponse.normalize(error)
                     return
@@ -109,12 +112,12 @@ final class WebChannelListenEngine: Sendable {
         }
         let key = WebChannelFanOut.Key(sequence: record.sequence, commitTime: record.commitTime, shape: shape)
         if let shared = fanOut.answer(key) {
-            _ = targets.apply(record, sharing: shared.responses)
+            targets.apply(record, sharing: shared.steps)
             return shared.texts
         }
         let responses = targets.apply(record)
         let messages = try responses.map { try text($0, committed: record, targets: targets) }
-        fanOut.store(key, .init(responses: responses, texts: messages))
+        fanOut.store(key, .init(steps: ListenTimeline.Steps(responses), texts: messages))
         return messages
     }
 

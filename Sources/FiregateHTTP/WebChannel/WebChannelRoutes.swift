@@ -20,6 +20,7 @@ struct WebChannelRoutes: Sendable {
     let sessions = WebChannelDirectory()
     let texts = WebChannelTextCache()
     let fanOut = WebChannelFanOut()
+    let chunks = WebChannelChunkCache()
 
     /// How often an idle back channel gets a `noop`, and what the handshake tells the client
     /// (it gives up on a silent back channel after 1.5 × the interval it was told).

@@ -116,8 +116,8 @@ final class WebChannelStream: Sendable {
 
     /// Takes the database's commits into the session, for a back channel about to look.
     /// A Write stream's task sends on its own.
-    func pump() {
-        if case .listen(let engine) = engine { engine.pump() }
+    func pump(for reader: WebChannelBackChannel? = nil) {
+        if case .listen(let engine) = engine { engine.pump(for: reader) }
     }
 
     /// Ends the engine: nil for a client's terminate (nothing more is sent), else the error
