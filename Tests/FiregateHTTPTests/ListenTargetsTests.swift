@@ -137,6 +137,7 @@ final class ListenTargetsTests: XCTestCase {
         let answer = first.apply(record)
         XCTAssertEqual(kinds(answer), ["change a", "noChange[]"])
         second.apply(record, sharing: ListenTimeline.Steps(answer))
+        second.adopt(shape)
         XCTAssertNil(first.shape(for: record), "a commit already applied is not shared again")
 
         _ = try await database.commit([setWrite("c/a", ["n": .integer(3)])])

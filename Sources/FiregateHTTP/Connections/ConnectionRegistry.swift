@@ -30,6 +30,9 @@ final class ConnectionRegistry: Sendable {
     }
 
     private let state = Mutex(State())
+    /// Whether a switch adds latency: read without the lock by `latency`, which every
+    /// back-channel write and frame asks (a fan-out's streams would all take the lock).
+    private let delaying = Atomic<Bool>(false)
     let backend: Backend
 
     init(backend: Backend) {
@@ -109,6 +112,7 @@ final class ConnectionRegistry: Sendable {
 
     /// The delay every frame of this connection takes (the largest of the matching switches).
     func latency(_ id: String) -> Duration {
+        guard delaying.load(ordering: .acquiring) else { return .zero }
         let ms = state.withLock { state -> Int in
             // Asked per frame and per back-channel write: most of the time no switch delays anything.
             guard state.switches.contains(where: { $0.latencyMs > 0 }), let info = state.entries[id]?.info else { return 0 }
@@ -127,6 +131,7 @@ final class ConnectionRegistry: Sendable {
         let dropped = state.withLock { state -> [Entry] in
             state.switches.removeAll { $0.match == networkSwitch.match }
             if !networkSwitch.isNeutral { state.switches.append(networkSwitch) }
+            delaying.store(state.switches.contains { $0.latencyMs > 0 }, ordering: .releasing)
             guard !networkSwitch.online else {
                 for entry in state.entries.values where networkSwitch.latencyMs > 0 && networkSwitch.match.matches(entry.info) {
                     backend.timelines.recorder(TimelineLane.connectionID(entry.info.id))

@@ -192,23 +192,41 @@ struct ListenTargets {
     /// no snapshot pending and a read time not past the commit's. Streams of one shape get the
     /// same answer to a commit, so it is worked out once (`apply(_:sharing:)`).
     struct Shape: Hashable, Sendable {
-        let database: DatabaseID
-        let targets: [Int32: Set<ResourcePath>]
-        /// Hashed once: a fan-out looks the shape up for every stream.
-        private let hash: Int
+        private final class Storage: Sendable {
+            let database: DatabaseID
+            let targets: [Int32: Set<ResourcePath>]
+            /// Hashed once: a fan-out looks the shape up for every stream.
+            let hash: Int
 
-        init(database: DatabaseID, targets: [Int32: Set<ResourcePath>]) {
-            self.database = database
-            self.targets = targets
-            var hasher = Hasher()
-            hasher.combine(database)
-            hasher.combine(targets)
-            hash = hasher.finalize()
+            init(database: DatabaseID, targets: [Int32: Set<ResourcePath>]) {
+                self.database = database
+                self.targets = targets
+                var hasher = Hasher()
+                hasher.combine(database)
+                hasher.combine(targets)
+                hash = hasher.finalize()
+            }
         }
 
-        static func == (a: Shape, b: Shape) -> Bool { a.hash == b.hash && a.database == b.database && a.targets == b.targets }
+        /// Shared by the streams that `adopt` one shape, which then compare by identity.
+        private let storage: Storage
 
-        func hash(into hasher: inout Hasher) { hasher.combine(hash) }
+        init(database: DatabaseID, targets: [Int32: Set<ResourcePath>]) {
+            storage = Storage(database: database, targets: targets)
+        }
+
+        static func == (a: Shape, b: Shape) -> Bool {
+            a.storage === b.storage
+                || (a.storage.hash == b.storage.hash && a.storage.database == b.storage.database && a.storage.targets == b.storage.targets)
+        }
+
+        func hash(into hasher: inout Hasher) { hasher.combine(storage.hash) }
+    }
+
+    /// Takes `shape`, equal to the stream's own, as its own: a fan-out keeps the shape of the
+    /// stream a commit reached first, and streams holding that one compare by identity.
+    mutating func adopt(_ shape: Shape) {
+        if case .some(.some(let own)) = shapeMemo, own == shape { shapeMemo = .some(shape) }
     }
 
     /// The stream's shape for `record`, or nil when its answer depends on more.

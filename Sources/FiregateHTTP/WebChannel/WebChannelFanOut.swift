@@ -27,8 +27,12 @@ final class WebChannelFanOut: Sendable {
         self.capacity = capacity
     }
 
-    func answer(_ key: Key) -> Answer? {
-        answers.withLock { $0[key] }
+    /// The answer for `key`, and the shape it was stored with (for `ListenTargets.adopt`).
+    func answer(_ key: Key) -> (answer: Answer, shape: ListenTargets.Shape)? {
+        answers.withLock { answers in
+            guard let index = answers.index(forKey: key) else { return nil }
+            return (answers.values[index], answers.keys[index].shape)
+        }
     }
 
     func store(_ key: Key, _ answer: Answer) {

@@ -111,8 +111,9 @@ final class WebChannelListenEngine: Sendable {
             return try targets.apply(record).map { try text($0, committed: record, targets: targets) }
         }
         let key = WebChannelFanOut.Key(sequence: record.sequence, commitTime: record.commitTime, shape: shape)
-        if let shared = fanOut.answer(key) {
+        if let (shared, stored) = fanOut.answer(key) {
             targets.apply(record, sharing: shared.steps)
+            targets.adopt(stored)
             return shared.texts
         }
         let responses = targets.apply(record)
