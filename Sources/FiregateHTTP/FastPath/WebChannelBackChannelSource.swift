@@ -46,7 +46,7 @@ final class WebChannelBackChannelSource: EventLoopStreamSource {
         self.fire = fire
         channel = stream.session.openBackChannel(acknowledging: acknowledged, wake: fire)
         // The ticker wakes a quiet channel to look whether it owes a keep-alive.
-        beat = ticker.register(beat: fire)
+        beat = ticker.register(beat: { @Sendable in wake.beat() })
     }
 
     var surface: Surface { .webchannel }
@@ -74,6 +74,7 @@ final class WebChannelBackChannelSource: EventLoopStreamSource {
                 if let held = holdForLatency(eventLoopWake) { return held }
                 let chunk = chunks.chunk(arrays)
                 channel.wrote(through: arrays.last!.id)
+                wake.noteWrite()
                 opened = true
                 written += chunk.length
                 lastWrite = .now
@@ -147,6 +148,7 @@ final class WakeSlot: Sendable {
     }
 
     private let state = Mutex(State())
+    private let wroteSinceBeat = Atomic<Bool>(false)
 
     /// Arms `wake`; false (nothing armed) when news came since `clearPending`.
     func arm(_ wake: @escaping @Sendable () -> Void) -> Bool {
@@ -160,6 +162,16 @@ final class WakeSlot: Sendable {
     func clearPending() { state.withLock { $0.pending = false } }
 
     func disarm() { state.withLock { $0.wake = nil } }
+
+    /// The stream wrote: it owes no keep-alive before the next beat.
+    func noteWrite() { wroteSinceBeat.store(true, ordering: .relaxed) }
+
+    /// The keep-alive ticker's call: fires unless the stream wrote since the last beat. A stream
+    /// that writes owes no keep-alive, and waking every stream at once (a thousand pages)
+    /// would hold up a fan-out that comes at the same moment.
+    func beat() {
+        if !wroteSinceBeat.exchange(false, ordering: .relaxed) { fire() }
+    }
 
     func fire() {
         state.withLock { state -> (@Sendable () -> Void)? in
