@@ -198,9 +198,11 @@ public final class WebChannelSession: Sendable {
         }
     }
 
-    fileprivate func wrote(_ generation: Int, through id: Int) {
+    /// Whether arrays after `id` wait to be read.
+    fileprivate func wrote(_ generation: Int, through id: Int) -> Bool {
         state.withLock { state in
             if state.backChannel?.generation == generation { state.lastWritten = max(state.lastWritten, id) }
+            return state.outbox.lastID > id
         }
     }
 
@@ -270,14 +272,12 @@ public struct WebChannelBackChannel: Sendable {
         session.poll(generation, after: written, limit: limit)
     }
 
-    /// Records that the arrays through `id` were written.
-    public mutating func wrote(through id: Int) {
+    /// Records that the arrays through `id` were written; true when more wait to be read.
+    @discardableResult
+    public mutating func wrote(through id: Int) -> Bool {
         written = id
-        session.wrote(generation, through: id)
+        return session.wrote(generation, through: id)
     }
-
-    /// Whether arrays after the last one written wait to be read.
-    public var hasMore: Bool { session.hasArrays(after: written) }
 
     /// Queues a keep-alive (it takes an id like any array).
     public func keepAlive() { session.appendNoop(generation) }

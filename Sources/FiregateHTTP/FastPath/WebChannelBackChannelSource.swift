@@ -73,7 +73,7 @@ final class WebChannelBackChannelSource: EventLoopStreamSource {
             case .arrays(let arrays):
                 if let held = holdForLatency(eventLoopWake) { return held }
                 let chunk = chunks.chunk(arrays)
-                channel.wrote(through: arrays.last!.id)
+                let more = channel.wrote(through: arrays.last!.id)
                 wake.noteWrite()
                 opened = true
                 written += chunk.length
@@ -83,7 +83,7 @@ final class WebChannelBackChannelSource: EventLoopStreamSource {
                 }
                 // All written and nothing rang since this look began: wait now rather than
                 // look again (a fan-out's second look was a fifth of its step).
-                let waiting = !channel.hasMore && wake.arm(eventLoopWake)
+                let waiting = !more && wake.arm(eventLoopWake)
                 return .chunks([chunk.bytes], waiting: waiting)
             case .nothing:
                 // The first bytes go at once: a silent back channel looks like a buffering proxy.
