@@ -67,8 +67,8 @@ struct ListenTimeline {
 
     /// `cities/SF` of `projects/p/databases/d/documents/cities/SF`.
     static func path(_ name: String) -> String {
-        // A byte search in place: Foundation's `range(of:)` cost a fan-out more than the rest of
-        // the step, and a copy of the bytes for each document change was most of what was left.
+        // A byte search over the name's own bytes: Foundation's `range(of:)` cost a fan-out more
+        // than the rest of its step.
         var name = name
         name.makeContiguousUTF8()
         let marker: StaticString = "/documents/"
