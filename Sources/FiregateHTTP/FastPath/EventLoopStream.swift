@@ -25,11 +25,11 @@ protocol EventLoopStreamOwner: AnyObject {
 }
 
 enum EventLoopStreamPoll {
-    /// Frames to write, each as one chunk. `waiting`: the source holds nothing more and armed
-    /// its wake-up already, so the stream does not look again.
-    case frames([ByteBuffer], waiting: Bool = false)
+    /// Frames to write, each as one chunk.
+    case frames([ByteBuffer])
     /// Chunks already in HTTP's chunked coding (`EventLoopStream.chunk`), which many streams
-    /// may write from one buffer.
+    /// may write from one buffer. `waiting`: the source holds nothing more and armed its
+    /// wake-up already, so the stream does not look again.
     case chunks([ByteBuffer], waiting: Bool)
     case waiting
     case ended(last: ByteBuffer?)
@@ -106,10 +106,9 @@ final class EventLoopStream {
                 }
             }
             switch poll {
-            case .frames(let frames, let waiting):
+            case .frames(let frames):
                 for frame in frames { writeChunk(frame, context: context) }
                 wrote = wrote || !frames.isEmpty
-                if waiting { return }
             case .chunks(let chunks, let waiting):
                 for chunk in chunks { context.write(NIOAny(chunk), promise: nil) }
                 wrote = wrote || !chunks.isEmpty
