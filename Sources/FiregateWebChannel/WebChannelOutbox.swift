@@ -41,12 +41,18 @@ public struct WebChannelOutbox: Sendable {
 
     /// The arrays after `id`, at most `limit` characters' worth (always at least one).
     public func arrays(after id: Int, limit: Int = .max) -> [WebChannelArray] {
+        // Ids are consecutive: the first one after `id` is found without a scan (a page that
+        // streams and never posts leaves every array of its back channel unacknowledged).
+        guard let first = arrays.first?.id else { return [] }
+        var index = max(0, id + 1 - first)
         var out: [WebChannelArray] = []
         var size = 0
-        for array in arrays where array.id > id {
+        while index < arrays.count {
+            let array = arrays[index]
             if !out.isEmpty, size + array.size > limit { break }
             out.append(array)
             size += array.size
+            index += 1
         }
         return out
     }

@@ -163,6 +163,39 @@ final class ListenTargetsTests: XCTestCase {
         subscription.cancel()
     }
 
+    /// The snapshot step a shared answer records is the one the stream would record itself,
+    /// also when the stream carries changes in from responses before it.
+    func testASharedSnapshotStepIsTheStreamsOwn() {
+        let timelines = Timelines(clock: ServerClock())
+        func change(_ id: String) -> ListenResponse {
+            var response = ListenResponse()
+            response.documentChange = .with {
+                $0.document.name = "projects/p/databases/(default)/documents/rooms/\(id)"
+                $0.targetIds = [2]
+            }
+            return response
+        }
+        var snapshot = ListenResponse()
+        snapshot.targetChange = .with { $0.targetChangeType = .noChange }
+        let commit = ListenTimeline.Steps([change("a"), snapshot, change("b"), change("c"), snapshot])
+        var fresh = ListenTimeline(timelines.open(kind: "connection", name: "fresh", protocol: "webchannel", project: "p", action: "opened"))
+        var carrying = ListenTimeline(timelines.open(kind: "connection", name: "carrying", protocol: "webchannel", project: "p", action: "opened"))
+        fresh.observe(commit)
+        carrying.observe([change("z")])
+        carrying.observe(commit)
+        func steps(_ name: String) -> [String] {
+            var filter = TimelineFilter()
+            filter.lanes = ["connection:\(name)"]
+            filter.kinds = [.snapshot]
+            return timelines.events(filter).map { event in
+                let changes = event.fields.first { $0.0 == "changes" }.map { "\($0.1)" } ?? "?"
+                return "\(changes) " + event.changed.map(\.path).joined(separator: ",")
+            }
+        }
+        XCTAssertEqual(steps("fresh"), ["\(JSON.int(1)) rooms/a", "\(JSON.int(2)) rooms/b,rooms/c"])
+        XCTAssertEqual(steps("carrying"), ["\(JSON.int(2)) rooms/z,rooms/a", "\(JSON.int(2)) rooms/b,rooms/c"])
+    }
+
     func testTheTimelineNamesDocumentsByTheirPathUnderTheDatabase() {
         XCTAssertEqual(ListenTimeline.path("projects/p/databases/(default)/documents/cities/SF"), "cities/SF")
         XCTAssertEqual(ListenTimeline.path("projects/p/databases/d/documents/é/ü/documents/x"), "é/ü/documents/x")

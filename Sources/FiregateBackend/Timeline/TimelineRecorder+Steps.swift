@@ -49,7 +49,15 @@ extension TimelineRecorder {
     /// `TimelineEvent.listedChanges` of them.
     public func snapshot(_ listener: String, fromCache: Bool?, hasPendingWrites: Bool?, documents: Int?, changes: Int, changed: [TimelineChange],
                          extra: [(String, JSON)] = []) {
-        // Built in one array: a commit fanned out to many listeners records this for each.
+        let fields = Self.snapshotFields(listener, fromCache: fromCache, hasPendingWrites: hasPendingWrites, documents: documents, changes: changes,
+                                         extra: extra)
+        recordSnapshot(fields: fields, changed: changed.count > TimelineEvent.listedChanges ? Array(changed.prefix(TimelineEvent.listedChanges)) : changed)
+    }
+
+    /// A snapshot step's fields, which a commit fanned out to many listeners works out once
+    /// for all of them (`recordSnapshot`).
+    public static func snapshotFields(_ listener: String, fromCache: Bool?, hasPendingWrites: Bool?, documents: Int?, changes: Int,
+                                      extra: [(String, JSON)] = []) -> [(String, JSON)] {
         var fields: [(String, JSON)] = []
         fields.reserveCapacity(5 + extra.count)
         fields.append(("listener", .string(listener)))
@@ -58,7 +66,12 @@ extension TimelineRecorder {
         if let documents { fields.append(("documents", .int(Int64(documents)))) }
         fields.append(("changes", .int(Int64(changes))))
         fields += extra
-        record(.snapshot, fields, changed: changed.count > TimelineEvent.listedChanges ? Array(changed.prefix(TimelineEvent.listedChanges)) : changed)
+        return fields
+    }
+
+    /// A snapshot step from `snapshotFields` and at most `TimelineEvent.listedChanges` changes.
+    public func recordSnapshot(fields: [(String, JSON)], changed: [TimelineChange]) {
+        record(.snapshot, fields, changed: changed)
     }
 
     public func onDisconnect(registered: Bool, path: String, op: String) {

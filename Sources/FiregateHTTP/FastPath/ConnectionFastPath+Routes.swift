@@ -64,7 +64,8 @@ extension ConnectionFastPath {
 
     /// The connection serves `source` from now on; its input waits until the stream ends.
     func listen(_ source: any EventLoopStreamSource, path: String, started: ContinuousClock.Instant, context: ChannelHandlerContext) {
-        let listening = EventLoopStream(source, owner: self, metrics: metrics, replica: services.replicaID)
+        let listening = EventLoopStream(source, owner: self, metrics: metrics, wakeQueue: services.wakeQueues.queue(for: context.eventLoop),
+                                        replica: services.replicaID)
         self.listening = listening
         machine.streamStarted()
         // What the connection remembers of its requests is of no use while it streams.

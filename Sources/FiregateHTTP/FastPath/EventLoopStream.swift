@@ -57,15 +57,43 @@ final class EventLoopStream {
     /// `Firegate-Replica` in the head, when replicas share a PostgreSQL store.
     private let replica: String?
 
-    init(_ source: any EventLoopStreamSource, owner: any EventLoopStreamOwner, metrics: ServerMetrics, replica: String? = nil) {
+    private let wakeQueue: EventLoopWakeQueue
+    /// What the source calls when it has more: made once, given at every look.
+    private var wake: (@Sendable () -> Void)?
+    private var waker: Waker?
+
+    init(_ source: any EventLoopStreamSource, owner: any EventLoopStreamOwner, metrics: ServerMetrics, wakeQueue: EventLoopWakeQueue,
+         replica: String? = nil) {
         self.source = source
         self.owner = owner
         self.metrics = metrics
+        self.wakeQueue = wakeQueue
         self.replica = replica
+    }
+
+    /// A stream's place in its loop's `EventLoopWakeQueue`. It holds the stream until the
+    /// stream ends, when `abandon` lets it go (a source may keep the wake-up longer).
+    final class Waker: EventLoopWakeable, @unchecked Sendable {
+        /// Touched only on the stream's event loop.
+        fileprivate var target: (stream: EventLoopStream, context: ChannelHandlerContext)?
+
+        fileprivate init(_ stream: EventLoopStream, context: ChannelHandlerContext) {
+            target = (stream, context)
+        }
+
+        /// On the loop: the stream looks at its source.
+        func drain() {
+            guard let (stream, context) = target else { return }
+            stream.drain(context: context)
+        }
     }
 
     /// The response head; then frames as the source has them.
     func start(context: ChannelHandlerContext) {
+        let waker = Waker(self, context: context)
+        let queue = wakeQueue
+        self.waker = waker
+        wake = { queue.wake(waker) }
         metrics.streamOpened(source.surface)
         var head = context.channel.allocator.buffer(capacity: 256)
         head.writeStaticString("HTTP/1.1 200 OK\r\n")
@@ -89,9 +117,7 @@ final class EventLoopStream {
     /// Writes what the source holds while the channel takes it; arms the wake-up when it holds
     /// nothing.
     func drain(context: ChannelHandlerContext) {
-        guard !ended else { return }
-        let bound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
-        let loop = context.eventLoop
+        guard !ended, let wake else { return }
         var wrote = false
         defer { if wrote && !ended { context.flush() } }
         while !ended {
@@ -99,12 +125,7 @@ final class EventLoopStream {
                 waitingForWritability = true
                 return
             }
-            let poll = source.poll {
-                loop.execute {
-                    let (stream, context) = bound.value
-                    stream.drain(context: context)
-                }
-            }
+            let poll = source.poll(wake: wake)
             switch poll {
             case .frames(let frames):
                 for frame in frames { writeChunk(frame, context: context) }
@@ -153,6 +174,7 @@ final class EventLoopStream {
     func abandon() {
         guard !ended else { return }
         ended = true
+        waker?.target = nil
         source.stop()
         metrics.streamClosed(source.surface)
     }

@@ -22,6 +22,8 @@ final class FastPathServices: Sendable {
     let replicaID: String?
     /// The WebChannel sessions, whose streaming back channels are served here.
     let webChannel: WebChannelRoutes?
+    /// Each event loop's wake-ups of the streams it serves.
+    let wakeQueues = EventLoopWakeQueues()
 
     init(documents: DocumentRoutes, metrics: ServerMetrics, logger: Logger, sockets: RealtimeSockets?, enabled: Bool,
          webChannel: WebChannelRoutes? = nil, installFullPath: @escaping @Sendable (any Channel) -> Void) {

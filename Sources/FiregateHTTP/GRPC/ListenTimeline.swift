@@ -20,25 +20,44 @@ struct ListenTimeline {
     struct Steps: Sendable {
         fileprivate enum Step: Sendable {
             case closed(String, reason: String?)
-            case snapshot
+            /// What the step records when the changes noted since the last snapshot are those
+            /// in these steps (the stream carried none in): worked out once for every stream.
+            case snapshot(SharedSnapshot)
             case noted(TimelineChange)
+        }
+
+        fileprivate struct SharedSnapshot: Sendable {
+            let changes: Int
+            let fields: [(String, JSON)]
+            let changed: [TimelineChange]
         }
 
         fileprivate var steps: [Step] = []
 
         init(_ responses: [ListenResponse]) {
+            var changed: [TimelineChange] = []
+            var changes = 0
+            func note(_ kind: String, _ name: String) {
+                let change = TimelineChange(kind, ListenTimeline.path(name))
+                steps.append(.noted(change))
+                changes += 1
+                if changed.count < TimelineEvent.listedChanges { changed.append(change) }
+            }
             for response in responses {
                 switch response.responseType {
                 case .targetChange(let change)?:
                     switch change.targetChangeType {
                     case .remove:
                         for id in change.targetIds { steps.append(.closed(String(id), reason: change.hasCause ? change.cause.message : nil)) }
-                    case .noChange where change.targetIds.isEmpty: steps.append(.snapshot)
+                    case .noChange where change.targetIds.isEmpty:
+                        let fields = TimelineRecorder.snapshotFields("stream", fromCache: false, hasPendingWrites: nil, documents: nil, changes: changes)
+                        steps.append(.snapshot(SharedSnapshot(changes: changes, fields: fields, changed: changed)))
+                        (changes, changed) = (0, [])
                     default: break
                     }
-                case .documentChange(let change)?: steps.append(.noted(TimelineChange("changed", ListenTimeline.path(change.document.name))))
-                case .documentDelete(let delete)?: steps.append(.noted(TimelineChange("removed", ListenTimeline.path(delete.document))))
-                case .documentRemove(let remove)?: steps.append(.noted(TimelineChange("removed", ListenTimeline.path(remove.document))))
+                case .documentChange(let change)?: note("changed", change.document.name)
+                case .documentDelete(let delete)?: note("removed", delete.document)
+                case .documentRemove(let remove)?: note("removed", remove.document)
                 default: break
                 }
             }
@@ -53,8 +72,13 @@ struct ListenTimeline {
         for step in steps.steps {
             switch step {
             case .closed(let id, let reason): recorder.listenClosed(id, reason: reason)
-            case .snapshot:
-                recorder.snapshot("stream", fromCache: false, hasPendingWrites: nil, documents: nil, changes: changes, changed: changed)
+            case .snapshot(let shared):
+                // Nothing carried in from earlier responses: the shared record is this one.
+                if changes == shared.changes {
+                    recorder.recordSnapshot(fields: shared.fields, changed: shared.changed)
+                } else {
+                    recorder.snapshot("stream", fromCache: false, hasPendingWrites: nil, documents: nil, changes: changes, changed: changed)
+                }
                 changes = 0
                 changed = []
             case .noted(let change):
