@@ -5,9 +5,11 @@ network switch — and where the official emulator shows what Firestore answers,
 run against it (the `firestore_emulator` fixture).
 """
 import base64
+import http.client
 import json
 import threading
 import time
+import urllib.parse
 import uuid
 
 import pytest
@@ -137,6 +139,34 @@ def test_long_polls_end_after_each_answer_and_a_quiet_one_ends_with_a_noop(serve
     thread.join(T)
     response, new = holder["poll"]
     assert any(p[0].get("documentChange") for _, p in new if isinstance(p[0], dict)), new
+
+
+def test_long_polls_follow_each_other_on_one_keep_alive_connection(server, db):
+    # As a browser does: the next long poll goes on the connection the last one came back on,
+    # the moment it came back. Each must be answered there; none lost, none cut off.
+    channel = Channel(server, "Listen", db)
+    assert channel.open(query_target(db, 4, "things")).status_code == 200
+    url = urllib.parse.urlsplit(channel.url)
+    connection = http.client.HTTPConnection(url.hostname, url.port, timeout=T)
+    ports = set()
+    try:
+        for n in range(30):
+            commit(server, db, update(db, "things/a", n=n))
+            query = channel._query(RID="rpc", SID=channel.sid, AID=str(channel.last_array), CI="1", TO="5000", TYPE="xmlhttp", t="1")
+            connection.request("GET", url.path + "?" + urllib.parse.urlencode(query))
+            ports.add(connection.sock.getsockname()[1])
+            started = time.time()
+            response = connection.getresponse()
+            text = response.read().decode()
+            assert response.status == 200, text
+            assert time.time() - started < 4, f"long poll {n} waited for its commit"
+            chunks, rest = parse_chunks(text)
+            assert rest == "" and chunks, text
+            new = [array for chunk in chunks for array in channel._take(chunk)]
+            assert any(isinstance(p[0], dict) and p[0].get("documentChange") for _, p in new), (n, new)
+    finally:
+        connection.close()
+    assert len(ports) == 1, "every long poll went on the first connection"
 
 
 def test_arrays_not_acknowledged_are_sent_again_and_acknowledged_ones_never(server, db):

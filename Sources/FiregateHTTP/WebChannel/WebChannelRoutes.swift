@@ -39,7 +39,7 @@ struct WebChannelRoutes: Sendable {
             case .handshake: return try await handshake(kind, request, query: query)
             case .forward(let id, let acknowledged): return try await forward(id, acknowledged: acknowledged, request)
             case .backChannel(let id, let acknowledged, let longPoll, let timeout):
-                return backChannel(id, acknowledged: acknowledged, longPoll: longPoll, timeoutMilliseconds: timeout, request)
+                return backChannel(id, acknowledged: acknowledged, longPoll: longPoll, timeoutMilliseconds: timeout)
             case .terminate(let id):
                 sessions.terminate(id)
                 return WebChannelRoutes.text("")
@@ -119,15 +119,20 @@ struct WebChannelRoutes: Sendable {
         await stream.deliver(ready)
     }
 
-    private func backChannel(_ id: String, acknowledged: Int, longPoll: Bool, timeoutMilliseconds: Int?, _ request: Request) -> Response {
+    private func backChannel(_ id: String, acknowledged: Int, longPoll: Bool, timeoutMilliseconds: Int?) -> Response {
         guard let stream = sessions.stream(id), stream.session.ending != .closed else { return WebChannelRoutes.unknownSession(id) }
         // An ended stream's session lives on only for its last arrays (an error, a `stop`).
         if stream.session.ending == .finished, !stream.session.hasArrays(after: acknowledged) { return WebChannelRoutes.unknownSession(id) }
         let channel = stream.session.openBackChannel(acknowledging: acknowledged)
         let wait: Duration = longPoll ? .milliseconds(min(max(timeoutMilliseconds ?? 30_000, 5_000), 30_000)) : WebChannelRoutes.keepAlive
         let writer = WebChannelBackChannelWriter(channel: channel, stream: stream, longPoll: longPoll, wait: wait, registry: registry, entryID: stream.entryID)
+        // Not `InboundClose.cancelling`: it reads the connection while the answer is written,
+        // so the page's next request on the same keep-alive connection (a long poll's next
+        // poll, a stream's after it recycles) was taken for a hang-up or lost, and the page
+        // waited 45 s. A back channel whose page left ends at its next write instead: a
+        // keep-alive, or the long poll's limit (docs/webchannel.md, "The back channel").
         return Response(status: .ok, headers: WebChannelRoutes.headers, body: ResponseBody { body in
-            await InboundClose.cancelling(request) { await writer.run(&body) }
+            await writer.run(&body)
         })
     }
 
