@@ -138,8 +138,9 @@ public final class WebChannelSession: Sendable {
         let (queued, bell) = state.withLock { state -> (Bool, WebChannelBell?) in
             guard state.ending == nil else { return (false, nil) }
             for message in messages { state.outbox.append(message.payload, length: message.length) }
-            guard let backChannel = state.backChannel, backChannel.generation != reader?.generation else { return (true, nil) }
-            return (true, backChannel.bell)
+            // The generation first: the reader spared (a fan-out's case) copies no bell.
+            guard let generation = state.backChannel?.generation, generation != reader?.generation else { return (true, nil) }
+            return (true, state.backChannel?.bell)
         }
         bell?.ring()
         return queued

@@ -209,7 +209,7 @@ public final class FeedSubscription: AsyncSequence, Sendable {
             guard !state.finished else { return nil }
             // A polling consumer is woken by anything it would take (not by a skipped commit).
             defer {
-                if state.waker != nil, state.hasEvent {
+                if state.waker != nil, State.hasEvent(&state) {
                     wake = state.waker
                     state.waker = nil
                 }
@@ -349,9 +349,10 @@ public final class FeedSubscription: AsyncSequence, Sendable {
 }
 
 fileprivate extension FeedSubscription.State {
-    /// Whether `take` would hand out an event (skipped commits alone are not one).
-    var hasEvent: Bool {
-        overflowed || closed != nil || heartbeat || buffer.contains { if case .commit = $0 { true } else { false } }
+    /// Whether `take` would hand out an event (skipped commits alone are not one). In place: a
+    /// getter on the state copied all of it, at each subscriber a commit is published to.
+    static func hasEvent(_ state: inout FeedSubscription.State) -> Bool {
+        state.overflowed || state.closed != nil || state.heartbeat || state.buffer.contains { if case .commit = $0 { true } else { false } }
     }
 
     /// The next event to hand out, in priority: overflow, buffered commits, close. Skipped

@@ -61,6 +61,9 @@ final class EventLoopStream {
     /// What the source calls when it has more: made once, given at every look.
     private var wake: (@Sendable () -> Void)?
     private var waker: Waker?
+    /// The connection's channel, asked before each write whether it takes more (through the
+    /// context, each look found it in the pipeline again: a lookup and a retain per write).
+    private var channel: (any Channel)?
 
     init(_ source: any EventLoopStreamSource, owner: any EventLoopStreamOwner, metrics: ServerMetrics, wakeQueue: EventLoopWakeQueue,
          replica: String? = nil) {
@@ -94,6 +97,7 @@ final class EventLoopStream {
         let queue = wakeQueue
         self.waker = waker
         wake = { queue.wake(waker) }
+        channel = context.channel
         metrics.streamOpened(source.surface)
         var head = context.channel.allocator.buffer(capacity: 256)
         head.writeStaticString("HTTP/1.1 200 OK\r\n")
@@ -117,11 +121,11 @@ final class EventLoopStream {
     /// Writes what the source holds while the channel takes it; arms the wake-up when it holds
     /// nothing.
     func drain(context: ChannelHandlerContext) {
-        guard !ended, let wake else { return }
+        guard !ended, let wake, let channel else { return }
         var wrote = false
         defer { if wrote && !ended { context.flush() } }
         while !ended {
-            guard context.channel.isWritable else {
+            guard channel.isWritable else {
                 waitingForWritability = true
                 return
             }
@@ -175,6 +179,7 @@ final class EventLoopStream {
         guard !ended else { return }
         ended = true
         waker?.target = nil
+        channel = nil
         source.stop()
         metrics.streamClosed(source.surface)
     }

@@ -17,6 +17,8 @@ struct FirestoreGRPCService: Sendable {
     let connections: GRPCConnections
     /// On replicas: writes and transactions go to the database's owner.
     var forwarding: OwnerForwarding?
+    /// Each event loop's wake-ups of the Listen calls it serves (`GRPCListenStream`).
+    let wakeQueues = EventLoopWakeQueues()
 
     static let pathPrefix = "/google.firestore.v1.Firestore/"
 

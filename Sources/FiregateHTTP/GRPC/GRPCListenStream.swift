@@ -35,6 +35,9 @@ final class GRPCListenStream {
     private var unacknowledgedBytes = 0
     /// Who listens: the targets are judged again with it when rules are loaded or changed.
     private let caller: RulesCaller
+    /// What the feed calls when it has more: made once, given at every poll.
+    private var wake: (@Sendable () -> Void)?
+    private var waker: Waker?
 
     static let maxUnsentBytes = 256 * 1024
     static let windowUpdateThreshold = 16 * 1024
@@ -56,6 +59,26 @@ final class GRPCListenStream {
         let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
         ticket.onTerminate { [loop = context.eventLoop] error in
             loop.execute { bound.value.end(error) }
+        }
+        // Woken through the loop's queue: a commit that wakes a thousand calls costs the
+        // publishing thread one task per loop (docs/webchannel.md, "Fan-out").
+        let waker = Waker(self), queue = service.wakeQueues.queue(for: context.eventLoop)
+        self.waker = waker
+        wake = { queue.wake(waker) }
+    }
+
+    /// A call's place in its loop's `EventLoopWakeQueue`, until the call stops.
+    final class Waker: EventLoopWakeable, @unchecked Sendable {
+        /// Touched only on the call's event loop.
+        fileprivate var call: GRPCListenStream?
+
+        fileprivate init(_ call: GRPCListenStream) {
+            self.call = call
+        }
+
+        func drain() {
+            guard let call else { return }
+            call.after(call.ticket.latency) { call in call.drain() }
         }
     }
 
@@ -109,13 +132,9 @@ final class GRPCListenStream {
     /// Turns what the feed holds into responses while the network takes them; arms the wake-up
     /// when it holds nothing.
     func drain() {
-        guard !ended, let subscription, targets != nil else { return }
-        let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
-        let loop = context.eventLoop, ticket = self.ticket
+        guard !ended, let subscription, targets != nil, let wake else { return }
         while !ended, unsentBytes <= GRPCListenStream.maxUnsentBytes {
-            let (event, finished) = subscription.poll {
-                loop.execute { bound.value.after(ticket.latency) { stream in stream.drain() } }
-            }
+            let (event, finished) = subscription.poll(orWake: wake)
             guard let event else {
                 if finished { end(.cancelled("The stream was cancelled.")) }
                 return
@@ -176,6 +195,7 @@ final class GRPCListenStream {
 
     private func stop(_ status: FiregateError?) {
         ended = true
+        waker?.call = nil
         subscription?.cancel()
         ticket.end()
         service.connections.finished(.listen, status: status)
